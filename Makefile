@@ -1,0 +1,171 @@
+# nmbl - one entry point for building, testing and demonstrating.
+#
+#   make            libnmbl, the nmbl command and the patched grub-emu
+#   make uki        the signed nmbl UKI (SIGN_KEY/SIGN_CERT, test key by default)
+#   make check      every test (installs its dependencies first)
+#   make demo       boot the Secure Boot demo VM on this terminal
+#
+# Everything built lands in $(BUILD); downloads are kept in $(CACHE).
+
+BUILD ?= build
+CACHE ?= $(BUILD)/cache
+CC ?= cc
+CFLAGS ?= -O2 -g
+# CI and 'make check' build with warnings as errors.
+WERROR ?= -Werror
+NMBL_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -fvisibility=hidden -D_GNU_SOURCE \
+	-Inmbl-loader
+OVMF_DIR ?= /usr/share/OVMF
+
+GRUB_VERSION = 2.12
+GRUB_SHA256 = f3c97391f7c4eaa677a78e090c7e97e6dc47b16f655f04683ebd37bef7fe0faa
+# Point this at your own copy of the release tarball to skip the download.
+GRUB_TARBALL ?= $(CACHE)/grub2_$(GRUB_VERSION).orig.tar.xz
+GRUB_PATCHES = $(sort $(wildcard grub-emu-patches/*.patch))
+GRUB_SRC = $(BUILD)/grub/grub-$(GRUB_VERSION)
+GRUB_OBJ = $(BUILD)/grub/obj
+
+# Packages (Debian 12 names) that building and testing need.
+DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
+	pkg-config python3 patch xz-utils zstd cpio kmod binutils openssl \
+	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
+	dosfstools e2fsprogs fdisk kexec-tools efitools
+
+LIB_SRCS = ctx.c kexec.c mount.c state.c sys.c
+LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
+
+all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/grub-emu
+
+.PHONY: all deps check demo uki clean distclean
+
+# --- libnmbl and the nmbl command -----------------------------------------
+
+$(BUILD)/nmbl-loader/%.o: nmbl-loader/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(NMBL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+
+$(BUILD)/libnmbl.a: $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl.sym
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libnmbl.so.1 \
+		-Wl,--version-script=nmbl-loader/libnmbl.sym -o $@ $(LIB_OBJS)
+
+# Linked statically so the initramfs needs no extra library.
+$(BUILD)/nmbl: $(BUILD)/nmbl-loader/nmbl.o $(BUILD)/libnmbl.a
+	$(CC) $(CFLAGS) -o $@ $^
+
+-include $(wildcard $(BUILD)/nmbl-loader/*.d)
+
+# --- patched grub-emu --------------------------------------------------------
+
+$(GRUB_TARBALL):
+	grub-emu-patches/fetch-grub $(CACHE) $(GRUB_VERSION) $(GRUB_SHA256)
+
+# The release tarball lacks grub-core/extra_deps.lst (a 2.12 defect).
+$(GRUB_SRC)/.patched: $(GRUB_TARBALL) $(GRUB_PATCHES)
+	echo "$(GRUB_SHA256)  $(GRUB_TARBALL)" | sha256sum -c --quiet
+	rm -rf $(BUILD)/grub
+	mkdir -p $(BUILD)/grub
+	tar -C $(BUILD)/grub -xJf $(GRUB_TARBALL)
+	echo 'depends bli part_gpt' > $(GRUB_SRC)/grub-core/extra_deps.lst
+	set -e; for p in $(abspath $(GRUB_PATCHES)); do \
+		patch -d $(GRUB_SRC) -p1 --quiet --no-backup-if-mismatch < $$p; \
+	done
+	touch $@
+
+$(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched
+	mkdir -p $(GRUB_OBJ)
+	cd $(GRUB_OBJ) && $(abspath $(GRUB_SRC))/configure -q \
+		--with-platform=emu --target=x86_64 --disable-nls \
+		--disable-grub-emu-sdl --disable-grub-emu-pci \
+		--disable-grub-mkfont --disable-grub-themes AWK=gawk \
+		TARGET_CPPFLAGS="-I$(abspath nmbl-loader)"
+
+# Only grub-emu is needed, not GRUB's utilities: build just its inputs.
+# libnmbl is linked in through LIBS, which GRUB's makefiles do not track;
+# the emu linux module is a partial link that takes libnmbl in too, so both
+# are removed whenever libnmbl changes.
+$(BUILD)/grub-emu: $(GRUB_OBJ)/config.status $(BUILD)/libnmbl.a
+	$(MAKE) -C $(GRUB_OBJ)/grub-core/lib/gnulib
+	rm -f $(GRUB_OBJ)/grub-core/grub-emu $(GRUB_OBJ)/grub-core/linux.module
+	$(MAKE) -C $(GRUB_OBJ)/grub-core grub-emu LIBS="$(abspath $(BUILD)/libnmbl.a)"
+	cp $(GRUB_OBJ)/grub-core/grub-emu $@
+
+# --- the nmbl UKI ---------------------------------------------------------------
+
+# nmbl boots from Debian's kernel, unpacked (not installed) into the build.
+KERNEL_TREE = $(BUILD)/kernel/tree
+$(BUILD)/kernel/kver:
+	@mkdir -p $(@D)
+	test/fetch-kernel $(CACHE)/kernel $(KERNEL_TREE) > $@.tmp
+	mv $@.tmp $@
+KVER_OF = $$(cat $(BUILD)/kernel/kver)
+
+# The signing key.  By default the test-only key that Debian's OVMF enrolls
+# (tests only: never sign anything else with it).
+OVMF_KEY ?= /usr/share/ovmf/PkKek-1-snakeoil.key
+OVMF_CERT ?= /usr/share/ovmf/PkKek-1-snakeoil.pem
+SIGN_KEY ?= $(BUILD)/keys/test.key
+SIGN_CERT ?= $(BUILD)/keys/test.crt
+$(BUILD)/keys/test.key:
+	@mkdir -p $(@D)
+	openssl rsa -in $(OVMF_KEY) -passin pass:snakeoil -out $@ 2>/dev/null
+$(BUILD)/keys/test.crt:
+	@mkdir -p $(@D)
+	cp $(OVMF_CERT) $@
+
+# The UKI's own command line: the last console= is where the menu shows.
+NMBL_CMDLINE ?= console=tty0 console=ttyS0,115200 quiet
+UKI_STUB ?= /usr/lib/systemd/boot/efi/linuxx64.efi.stub
+NMBL_MODULE = dracut/modules.d/90nmbl
+NMBL_COMPRESS ?= zstd
+
+$(BUILD)/nmbl-initrd.img: $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut \
+		$(BUILD)/grub-emu $(BUILD)/nmbl $(BUILD)/kernel/kver
+	NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
+		dracut/run-dracut $(KERNEL_TREE) $(KVER_OF) $@ $(NMBL_MODULE) -- \
+		--modules "base nmbl" --compress $(NMBL_COMPRESS)
+
+$(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img dracut/mkuki dracut/os-release dracut/sbat.csv \
+		$(SIGN_KEY) $(SIGN_CERT) Makefile
+	dracut/mkuki $(UKI_STUB) $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $< \
+		"$(NMBL_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+
+uki: $(BUILD)/nmbl.efi
+
+# --- what the VM tests boot into -------------------------------------------
+
+T = $(BUILD)/test
+$(T)/target-init: test/target/init.c
+	@mkdir -p $(@D)
+	$(CC) -static -Os -Wall -Wextra $(WERROR) -o $@ $<
+
+$(T)/target-root/sbin/init: $(T)/target-init test/target/mkroot
+	rm -rf $(T)/target-root
+	test/target/mkroot $(T)/target-root $<
+
+$(T)/target-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(BUILD)/kernel/kver
+	@mkdir -p $(@D)
+	test/target/mkinitrd $(KERNEL_TREE) $(KVER_OF) $@
+
+# The target kernel signed by the test key (trusted through db), and
+# Debian's own signed kernel, which the test firmware does not trust.
+$(T)/vmlinuz-test: $(BUILD)/kernel/kver test/target/resign-kernel $(SIGN_KEY) $(SIGN_CERT)
+	@mkdir -p $(@D)
+	test/target/resign-kernel $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $(SIGN_KEY) $(SIGN_CERT) $@
+
+TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
+	$(T)/vmlinuz-test
+
+clean:
+	find $(BUILD) -mindepth 1 -maxdepth 1 ! -name cache -exec rm -rf {} +
+
+distclean:
+	rm -rf $(BUILD)
+
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPS)

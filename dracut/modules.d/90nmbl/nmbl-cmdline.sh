@@ -1,0 +1,8 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# cmdline hook, sourced by dracut's init.  nmbl's root file system is chosen
+# in the menu, not on nmbl's own command line: tell init there is one to
+# come, so that it proceeds to the pre-mount hook that runs the menu.
+root=nmbl
+rootok=1

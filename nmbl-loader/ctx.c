@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nmbl-private.h"
+
+static void log_stderr(void *data, int priority, const char *file, int line,
+		       const char *fn, const char *format, va_list args)
+{
+	(void)data;
+	(void)priority;
+	(void)file;
+	(void)line;
+	fprintf(stderr, "libnmbl: %s: ", fn);
+	vfprintf(stderr, format, args);
+	fputc('\n', stderr);
+}
+
+void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
+	      int line, const char *fn, const char *format, ...)
+{
+	va_list args;
+	int saved_errno = errno;
+
+	va_start(args, format);
+	ctx->log_fn(ctx->log_data, priority, file, line, fn, format, args);
+	va_end(args);
+	errno = saved_errno;
+}
+
+NMBL_EXPORT int nmbl_new(const char *root, struct nmbl_ctx **ret_ctx)
+{
+	struct nmbl_ctx *ctx;
+
+	if (!ret_ctx)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	/* "/" becomes "" so that paths are simply "<root>/proc/...". */
+	ctx->root = strdup(root && strcmp(root, "/") != 0 ? root : "");
+	if (!ctx->root) {
+		free(ctx);
+		return -ENOMEM;
+	}
+	ctx->refcount = 1;
+	ctx->log_fn = log_stderr;
+	ctx->log_priority = LOG_ERR;
+	*ret_ctx = ctx;
+	return 0;
+}
+
+NMBL_EXPORT struct nmbl_ctx *nmbl_ref(struct nmbl_ctx *ctx)
+{
+	if (ctx)
+		ctx->refcount++;
+	return ctx;
+}
+
+NMBL_EXPORT struct nmbl_ctx *nmbl_unref(struct nmbl_ctx *ctx)
+{
+	struct nmbl_mount *m;
+
+	if (!ctx || --ctx->refcount > 0)
+		return NULL;
+	/* Mounts outlive the context on purpose: the loaded kernel's files
+	 * may still be in use by the caller; nmbl_umount_all() releases them. */
+	while ((m = ctx->mounts)) {
+		ctx->mounts = m->next;
+		free(m->path);
+		free(m);
+	}
+	free(ctx->root);
+	free(ctx);
+	return NULL;
+}
+
+NMBL_EXPORT void nmbl_set_log_fn(struct nmbl_ctx *ctx, nmbl_log_fn fn,
+				 void *data)
+{
+	ctx->log_fn = fn ? fn : log_stderr;
+	ctx->log_data = data;
+}
+
+NMBL_EXPORT int nmbl_get_log_priority(const struct nmbl_ctx *ctx)
+{
+	return ctx->log_priority;
+}
+
+NMBL_EXPORT void nmbl_set_log_priority(struct nmbl_ctx *ctx, int priority)
+{
+	ctx->log_priority = priority;
+}
+
+char *nmbl_path(const struct nmbl_ctx *ctx, const char *path)
+{
+	char *p;
+
+	if (asprintf(&p, "%s%s", ctx->root, path) < 0)
+		return NULL;
+	return p;
+}
+
+int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
+		    size_t size)
+{
+	_cleanup_free_ char *p = nmbl_path(ctx, path);
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+	ssize_t n;
+
+	if (!p)
+		return -ENOMEM;
+	if (size == 0)
+		return -EINVAL;
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, buf + len, size - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == size)
+			return -EFBIG;
+	}
+	buf[len] = '\0';
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	return (int)len;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <fcntl.h>
+#include <linux/kexec.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "nmbl-private.h"
+
+/* Bigger than any initrd a distribution makes; guards against a device
+ * node or an endless file named as an initrd. */
+#define NMBL_INITRD_MAX (2ULL << 30)
+
+/* GRUB starts each initrd of a list on a 4-byte boundary; the kernel's
+ * cpio unpacker skips the zero padding between archives. */
+#define NMBL_INITRD_ALIGN 4
+
+/* How long systemd may take to reach kexec after accepting the job. */
+#define NMBL_SYSTEMD_KEXEC_TIMEOUT_SEC 90
+
+static int open_regular(const char *path, off_t *ret_size)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	*ret_size = st.st_size;
+	return fd;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int copy_fd(int from, int to, uint64_t *total)
+{
+	char buf[64 * 1024];
+
+	for (;;) {
+		ssize_t n = read(from, buf, sizeof(buf));
+		int r;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return 0;
+		*total += (uint64_t)n;
+		if (*total > NMBL_INITRD_MAX)
+			return -EFBIG;
+		r = write_all(to, buf, (size_t)n);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* One initrd is passed as it is; several become one in-memory file. */
+static int open_initrds(const struct nmbl_ctx *ctx, const char *const *initrds,
+			size_t n, int *ret_fd)
+{
+	static const char zeros[NMBL_INITRD_ALIGN];
+	_cleanup_close_ int out = -1;
+	uint64_t total = 0;
+	off_t size;
+	size_t i;
+	int r;
+
+	if (n == 1) {
+		r = open_regular(initrds[0], &size);
+		if (r < 0)
+			return r;
+		*ret_fd = r;
+		return 0;
+	}
+	out = memfd_create("nmbl-initrd", MFD_CLOEXEC);
+	if (out < 0)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		_cleanup_close_ int fd = -1;
+
+		fd = open_regular(initrds[i], &size);
+		if (fd < 0) {
+			nmbl_dbg(ctx, "cannot open initrd '%s'", initrds[i]);
+			return fd;
+		}
+		r = copy_fd(fd, out, &total);
+		if (r < 0)
+			return r;
+		if (total % NMBL_INITRD_ALIGN && i + 1 < n) {
+			size_t pad = NMBL_INITRD_ALIGN - total % NMBL_INITRD_ALIGN;
+
+			r = write_all(out, zeros, pad);
+			if (r < 0)
+				return r;
+			total += pad;
+		}
+	}
+	nmbl_dbg(ctx, "concatenated %zu initrds, %llu bytes", n,
+		 (unsigned long long)total);
+	*ret_fd = out;
+	out = -1;
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
+			  const char *const *initrds, size_t n_initrds,
+			  const char *cmdline)
+{
+	_cleanup_close_ int kernel_fd = -1, initrd_fd = -1;
+	unsigned long flags = 0;
+	off_t size;
+	int r;
+
+	if (!ctx || !kernel || (n_initrds && !initrds))
+		return -EINVAL;
+	if (!cmdline)
+		cmdline = "";
+	kernel_fd = open_regular(kernel, &size);
+	if (kernel_fd < 0)
+		return kernel_fd;
+	if (n_initrds > 0) {
+		r = open_initrds(ctx, initrds, n_initrds, &initrd_fd);
+		if (r < 0)
+			return r;
+	} else {
+		flags |= KEXEC_FILE_NO_INITRAMFS;
+	}
+	nmbl_info(ctx, "kexec_file_load kernel='%s' initrds=%zu cmdline='%s'",
+		  kernel, n_initrds, cmdline);
+	return nmbl_sys_kexec_file_load(kernel_fd, initrd_fd, cmdline, flags);
+}
+
+NMBL_EXPORT int nmbl_unload(struct nmbl_ctx *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	return nmbl_sys_kexec_file_load(-1, -1, "", KEXEC_FILE_UNLOAD);
+}
+
+static bool systemd_is_pid1(const struct nmbl_ctx *ctx)
+{
+	char comm[64];
+
+	return nmbl_read_small(ctx, "/proc/1/comm", comm, sizeof(comm)) > 0 &&
+	       strcmp(comm, "systemd") == 0;
+}
+
+NMBL_EXPORT int nmbl_exec(struct nmbl_ctx *ctx)
+{
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = nmbl_get_kexec_loaded(ctx);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return -ENOENT;
+	if (systemd_is_pid1(ctx)) {
+		/* systemd stops services and unmounts, then kexecs; the job is
+		 * queued when systemctl returns, so wait to be stopped. */
+		r = nmbl_sys_systemctl_kexec();
+		if (r < 0)
+			return r;
+		sleep(NMBL_SYSTEMD_KEXEC_TIMEOUT_SEC);
+		return -ETIMEDOUT;
+	}
+	sync();
+	r = nmbl_umount_all(ctx);
+	if (r < 0)
+		nmbl_notice(ctx, "could not unmount everything: %s",
+			    strerror(-r));
+	return nmbl_sys_reboot_kexec();
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#ifndef NMBL_PRIVATE_H
+#define NMBL_PRIVATE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "libnmbl.h"
+
+#define NMBL_EXPORT __attribute__((visibility("default")))
+
+/* Nothing nmbl reads from /sys or /proc is anywhere near this big. */
+#define NMBL_SMALL_FILE_MAX 4096
+
+struct nmbl_mount {
+	struct nmbl_mount *next;
+	char *path;
+};
+
+struct nmbl_ctx {
+	int refcount;
+	char *root;
+	nmbl_log_fn log_fn;
+	void *log_data;
+	int log_priority;
+	struct nmbl_mount *mounts;
+};
+
+void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
+	      int line, const char *fn, const char *format, ...)
+	__attribute__((format(printf, 6, 7)));
+
+#define nmbl_log_cond(ctx, prio, ...)                                        \
+	do {                                                                 \
+		if ((ctx)->log_priority >= (prio))                           \
+			nmbl_log(ctx, prio, __FILE__, __LINE__, __func__,    \
+				 __VA_ARGS__);                               \
+	} while (0)
+#define nmbl_dbg(ctx, ...) nmbl_log_cond(ctx, LOG_DEBUG, __VA_ARGS__)
+#define nmbl_info(ctx, ...) nmbl_log_cond(ctx, LOG_INFO, __VA_ARGS__)
+#define nmbl_notice(ctx, ...) nmbl_log_cond(ctx, LOG_NOTICE, __VA_ARGS__)
+
+/* The file system type whose superblock BUF starts with, or NULL. */
+const char *nmbl_probe_fstype(const void *buf, size_t len);
+
+/* "<root><path>", malloc'ed; NULL when out of memory. */
+char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);
+
+/*
+ * Read a small text file below the context's root into BUF, NUL-terminated,
+ * trailing newline removed.  -EFBIG when it does not fit.
+ */
+int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
+		    size_t size);
+
+static inline void nmbl_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void nmbl_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+#define _cleanup_free_ __attribute__((cleanup(nmbl_freep)))
+#define _cleanup_close_ __attribute__((cleanup(nmbl_closep)))
+
+static inline void *nmbl_take_ptr(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+
+	*p = NULL;
+	return v;
+}
+#define TAKE_PTR(p) nmbl_take_ptr(&(p))
+
+/*
+ * The seam: every call that changes the machine goes through here, so the
+ * unit tests can record it and inject failures (test/unit/fake-sys.c).
+ * Each returns 0 or a negative errno.
+ */
+int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd,
+			     const char *cmdline, unsigned long flags);
+int nmbl_sys_mount(const char *source, const char *target,
+		   const char *fstype, unsigned long flags, const char *data);
+int nmbl_sys_umount(const char *target);
+int nmbl_sys_reboot_kexec(void);
+int nmbl_sys_systemctl_kexec(void);
+
+#endif

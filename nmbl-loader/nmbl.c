@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * nmbl - load and boot Linux kernels through libnmbl.
+ *
+ * Exit codes: 0 success, 1 the operation failed, 2 usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "libnmbl.h"
+
+#define EXIT_USAGE 2
+
+struct load_args {
+	const char *kernel;
+	const char **initrds;
+	size_t n_initrds;
+	const char *cmdline;
+};
+
+static void usage_main(FILE *f)
+{
+	fputs("Usage: nmbl [--verbose] VERB [ARGS]\n"
+	      "\n"
+	      "Verbs:\n"
+	      "  load KERNEL [--initrd FILE]... [--cmdline TEXT]\n"
+	      "                 load a kernel with kexec_file_load\n"
+	      "  exec           boot the loaded kernel\n"
+	      "  boot KERNEL ...  load, then exec\n"
+	      "  unload         forget the loaded kernel\n"
+	      "  status         Secure Boot, lockdown, kexec state\n"
+	      "\n"
+	      "Run 'nmbl VERB --help' for a verb's options.\n"
+	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
+	      f);
+}
+
+static int fail(const char *what, int err)
+{
+	fprintf(stderr, "nmbl: %s: %s\n", what, nmbl_strerror(err));
+	return EXIT_FAILURE;
+}
+
+static int parse_load(int argc, char **argv, const char *verb,
+		      struct load_args *ret)
+{
+	static const struct option opts[] = {
+		{ "initrd", required_argument, NULL, 'i' },
+		{ "cmdline", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct load_args a = { .cmdline = "" };
+	int c;
+
+	a.initrds = calloc((size_t)argc, sizeof(*a.initrds));
+	if (!a.initrds)
+		return -ENOMEM;
+	while ((c = getopt_long(argc, argv, "+i:c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			a.initrds[a.n_initrds++] = optarg;
+			break;
+		case 'c':
+			a.cmdline = optarg;
+			break;
+		case 'h':
+			printf("Usage: nmbl %s KERNEL [--initrd FILE]... "
+			       "[--cmdline TEXT]\n"
+			       "Several --initrd are concatenated in order.\n",
+			       verb);
+			free(a.initrds);
+			exit(EXIT_SUCCESS);
+		default:
+			free(a.initrds);
+			return -EINVAL;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "nmbl %s: exactly one KERNEL expected\n", verb);
+		free(a.initrds);
+		return -EINVAL;
+	}
+	a.kernel = argv[optind];
+	*ret = a;
+	return 0;
+}
+
+static bool want_help(int argc, char **argv)
+{
+	return argc > 1 && (strcmp(argv[1], "--help") == 0 ||
+			    strcmp(argv[1], "-h") == 0);
+}
+
+static int do_load(struct nmbl_ctx *ctx, int argc, char **argv, bool boot)
+{
+	struct load_args a;
+	int r;
+
+	if (parse_load(argc, argv, boot ? "boot" : "load", &a) < 0)
+		return EXIT_USAGE;
+	r = nmbl_load(ctx, a.kernel, a.initrds, a.n_initrds, a.cmdline);
+	free(a.initrds);
+	if (r < 0)
+		return fail(a.kernel, r);
+	if (!boot)
+		return EXIT_SUCCESS;
+	r = nmbl_exec(ctx);
+	return fail("exec", r);
+}
+
+static int do_status(struct nmbl_ctx *ctx)
+{
+	enum nmbl_lockdown lockdown;
+	int sb, loaded, r;
+
+	sb = nmbl_get_secure_boot(ctx);
+	printf("secure-boot: %s\n", sb < 0 ? "unknown" : sb ? "enabled" : "disabled");
+	r = nmbl_get_lockdown(ctx, &lockdown);
+	printf("lockdown: %s\n",
+	       r < 0 ? "unknown" : nmbl_lockdown_to_string(lockdown));
+	loaded = nmbl_get_kexec_loaded(ctx);
+	printf("kexec-loaded: %s\n",
+	       loaded < 0 ? "unknown" : loaded ? "yes" : "no");
+	return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	struct nmbl_ctx *ctx;
+	const char *verb;
+	int argi = 1, r;
+
+	if (argc > argi && strcmp(argv[argi], "--verbose") == 0)
+		argi++;
+	if (argc <= argi) {
+		usage_main(stderr);
+		return EXIT_USAGE;
+	}
+	verb = argv[argi];
+	if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) {
+		usage_main(stdout);
+		return EXIT_SUCCESS;
+	}
+	r = nmbl_new(NULL, &ctx);
+	if (r < 0)
+		return fail("init", r);
+	if (argi > 1)
+		nmbl_set_log_priority(ctx, LOG_DEBUG);
+
+	argc -= argi;
+	argv += argi;
+	if (strcmp(verb, "load") == 0 || strcmp(verb, "boot") == 0) {
+		r = do_load(ctx, argc, argv, verb[0] == 'b');
+	} else if (strcmp(verb, "exec") == 0 || strcmp(verb, "unload") == 0 ||
+		   strcmp(verb, "status") == 0) {
+		if (want_help(argc, argv)) {
+			printf("Usage: nmbl %s\n", verb);
+			r = EXIT_SUCCESS;
+		} else if (argc != 1) {
+			fprintf(stderr, "nmbl %s: no arguments expected\n", verb);
+			r = EXIT_USAGE;
+		} else if (verb[0] == 's') {
+			r = do_status(ctx);
+		} else {
+			int k = verb[0] == 'e' ? nmbl_exec(ctx) : nmbl_unload(ctx);
+
+			r = k < 0 ? fail(verb, k) : EXIT_SUCCESS;
+		}
+	} else {
+		fprintf(stderr, "nmbl: unknown verb '%s'\n", verb);
+		usage_main(stderr);
+		r = EXIT_USAGE;
+	}
+	nmbl_unref(ctx);
+	return r;
+}

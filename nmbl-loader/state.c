@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <fcntl.h>
+#include <string.h>
+
+#include "nmbl-private.h"
+
+#define EFI_GLOBAL_GUID "8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#define EFIVARS "/sys/firmware/efi/efivars/"
+
+/*
+ * securityfs lists every level and brackets the active one:
+ * "none [integrity] confidentiality".
+ */
+NMBL_EXPORT int nmbl_get_lockdown(struct nmbl_ctx *ctx,
+				  enum nmbl_lockdown *ret)
+{
+	char buf[128];
+	const char *open, *close;
+	size_t len;
+	int r;
+
+	if (!ctx || !ret)
+		return -EINVAL;
+	r = nmbl_read_small(ctx, "/sys/kernel/security/lockdown", buf,
+			    sizeof(buf));
+	if (r < 0)
+		return r;
+	open = strchr(buf, '[');
+	close = open ? strchr(open, ']') : NULL;
+	if (!close)
+		return -EBADMSG;
+	open++;
+	len = (size_t)(close - open);
+	if (len == 4 && strncmp(open, "none", len) == 0)
+		*ret = NMBL_LOCKDOWN_NONE;
+	else if (len == 9 && strncmp(open, "integrity", len) == 0)
+		*ret = NMBL_LOCKDOWN_INTEGRITY;
+	else if (len == 15 && strncmp(open, "confidentiality", len) == 0)
+		*ret = NMBL_LOCKDOWN_CONFIDENTIALITY;
+	else
+		return -EBADMSG;
+	return 0;
+}
+
+NMBL_EXPORT const char *nmbl_lockdown_to_string(enum nmbl_lockdown lockdown)
+{
+	switch (lockdown) {
+	case NMBL_LOCKDOWN_NONE:
+		return "none";
+	case NMBL_LOCKDOWN_INTEGRITY:
+		return "integrity";
+	case NMBL_LOCKDOWN_CONFIDENTIALITY:
+		return "confidentiality";
+	}
+	return NULL;
+}
+
+/* An EFI variable file is a 4-byte attribute word, then the data. */
+NMBL_EXPORT int nmbl_get_secure_boot(struct nmbl_ctx *ctx)
+{
+	_cleanup_free_ char *path = NULL;
+	unsigned char buf[8];
+	ssize_t n;
+	int fd;
+
+	if (!ctx)
+		return -EINVAL;
+	path = nmbl_path(ctx, EFIVARS "SecureBoot-" EFI_GLOBAL_GUID);
+	if (!path)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return -errno;
+	if (n != 5)
+		return -EBADMSG;
+	return buf[4] == 1;
+}
+
+NMBL_EXPORT int nmbl_get_kexec_loaded(struct nmbl_ctx *ctx)
+{
+	char buf[8];
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = nmbl_read_small(ctx, "/sys/kernel/kexec_loaded", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	if (strcmp(buf, "0") != 0 && strcmp(buf, "1") != 0)
+		return -EBADMSG;
+	return buf[0] == '1';
+}
+
+NMBL_EXPORT const char *nmbl_strerror(int err)
+{
+	switch (-err) {
+	case ENOENT:
+		return "the file does not exist";
+	case ENODATA:
+		return "the kernel is not signed, and Secure Boot (lockdown) "
+		       "boots only signed kernels";
+	case ENOKEY:
+		return "the kernel is signed by a key this machine does not "
+		       "trust (not in the firmware's db, in MOK or built into "
+		       "the running kernel)";
+	case EKEYREJECTED:
+		return "the kernel's signature does not match its contents: "
+		       "the file was changed or damaged after it was signed";
+	case EBADMSG:
+		return "the kernel's signature is malformed";
+	case ENOEXEC:
+		return "the file is not a Linux kernel that can be booted "
+		       "(wrong format, or truncated)";
+	case EPERM:
+		return "the running kernel's lockdown forbids booting this "
+		       "kernel without a valid signature";
+	case ENOSYS:
+		return "the running kernel has no kexec_file_load (it was "
+		       "built without CONFIG_KEXEC_FILE)";
+	case EISDIR:
+		return "the path is a directory, not a file";
+	case EFBIG:
+		return "the file is too large";
+	case ENXIO:
+		return "no partition of that disk is known to Linux";
+	case ENODEV:
+		return "Linux cannot mount that file system";
+	default:
+		return strerror(-err);
+	}
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The real side of the seam (nmbl-private.h).  Nothing else in libnmbl
+ * makes a call that changes the machine.
+ */
+#include <linux/reboot.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "nmbl-private.h"
+
+extern char **environ;
+
+int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd,
+			     const char *cmdline, unsigned long flags)
+{
+	/* The kernel wants the length including the terminating NUL. */
+	if (syscall(SYS_kexec_file_load, kernel_fd, initrd_fd,
+		    strlen(cmdline) + 1, cmdline, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+int nmbl_sys_mount(const char *source, const char *target,
+		   const char *fstype, unsigned long flags, const char *data)
+{
+	if (mount(source, target, fstype, flags, data) < 0)
+		return -errno;
+	return 0;
+}
+
+int nmbl_sys_umount(const char *target)
+{
+	if (umount2(target, UMOUNT_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+int nmbl_sys_reboot_kexec(void)
+{
+	if (syscall(SYS_reboot, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2,
+		    LINUX_REBOOT_CMD_KEXEC, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+int nmbl_sys_systemctl_kexec(void)
+{
+	char *argv[] = { "systemctl", "kexec", NULL };
+	pid_t pid;
+	int status, r;
+
+	r = posix_spawnp(&pid, "systemctl", NULL, NULL, argv, environ);
+	if (r)
+		return -r;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -EIO;
+	return 0;
+}

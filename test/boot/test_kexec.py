@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The first slice: a Secure Boot VM boots the nmbl UKI, whose menu reads a
+plain grub.cfg and kexecs the chosen entry's kernel."""
+
+import functools
+
+from fixture import (BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_UP, VM, build_path,
+                     kver, make_disk)
+from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
+
+BOOT_TIMEOUT = 240  # seconds, firmware to target under TCG with room for a busy machine
+
+
+def entry(title, kernel, extra):
+    return f"""menuentry '{title}' --class debian --class gnu-linux {{
+	search --no-floppy --fs-uuid --set=root {BOOT_UUID}
+	echo	'Loading Linux {kver()} ...'
+	linux	/{kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}
+	initrd	/initrd.img-{kver()}
+}}
+"""
+
+
+def expected_cmdline(kernel, extra):
+    """What GRUB on EFI passes: the image as named in grub.cfg comes first."""
+    return f"BOOT_IMAGE=/{kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}"
+
+
+@functools.cache
+def disk():
+    k = kver()
+    cfg = "set default=0\nset timeout=3\n\n"
+    cfg += entry("Debian GNU/Linux", f"vmlinuz-{k}", "nmbl.entry=first")
+    cfg += entry("Debian GNU/Linux, second entry", f"vmlinuz-{k}", "nmbl.entry=second quiet")
+    cfg += entry("Debian GNU/Linux, Debian-signed kernel", f"vmlinuz-{k}.debian", "nmbl.entry=third")
+    return make_disk("kexec", cfg, {
+        f"vmlinuz-{k}": build_path("test", "vmlinuz-test"),
+        f"vmlinuz-{k}.debian": build_path("kernel", "tree", "boot", f"vmlinuz-{k}"),
+        f"initrd.img-{k}": build_path("test", "target-initrd.img"),
+    })
+
+
+def boot(name, keys=None):
+    """Boot the disk, press KEYS once the menu counts down, and return the
+    VM's console log once the target has reported."""
+    with VM(disk(), snapshot=True, log_file=build_path("test", f"{name}.log")) as vm:
+        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        if keys:
+            vm.send(keys)
+        up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_exit(timeout=60)
+        return vm.clean_log(), up
+
+
+@functools.cache
+def default_boot():
+    return boot("kexec-default")
+
+
+def test_default_entry_boots_after_timeout():
+    log, up = default_boot()
+    assert up.group(1) == kver(), f"target runs {up.group(1)}, expected {kver()}"
+    want = expected_cmdline(f"vmlinuz-{kver()}", "nmbl.entry=first")
+    assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
+
+
+def test_lockdown_is_integrity_in_nmbl():
+    log, _ = default_boot()
+    assert "nmbl: secure-boot: enabled" in log, "nmbl did not see Secure Boot enabled"
+    assert "nmbl: lockdown: integrity" in log, "nmbl's kernel is not locked down to integrity"
+
+
+def test_second_entry_chosen_with_arrow_keys():
+    _, up = boot("kexec-second", KEY_DOWN + KEY_ENTER)
+    want = expected_cmdline(f"vmlinuz-{kver()}", "nmbl.entry=second quiet")
+    assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
+
+
+def test_untrusted_kernel_refused_then_menu_returns():
+    with VM(disk(), snapshot=True, log_file=build_path("test", "kexec-untrusted.log")) as vm:
+        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        vm.send(KEY_DOWN + KEY_DOWN + KEY_ENTER)
+        vm.wait_for(r"cannot load /vmlinuz-\S+\.debian: the kernel is signed by a key "
+                    r"this machine does not trust", timeout=BOOT_TIMEOUT)
+        vm.wait_for("Press any key to continue", timeout=60)
+        vm.send(KEY_ENTER)
+        vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60)
+        vm.send(KEY_HOME + KEY_ENTER)
+        up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_exit(timeout=60)
+    want = expected_cmdline(f"vmlinuz-{kver()}", "nmbl.entry=first")
+    assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"

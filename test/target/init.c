@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * init of the VM tests' target system: the kernel that nmbl kexecs (or
+ * that QEMU boots directly) ends up here.  It reports what the test must
+ * check -- kernel release, command line, which initrds arrived, uptime --
+ * and powers the machine off so that QEMU exits.
+ *
+ * It never waits for anything: whatever fails, it prints what it has and
+ * powers off.  Run as any PID but 1 (e.g. by hand on the build host) it
+ * mounts nothing, only prints to stdout and exits, so that the output can
+ * be checked without a VM.
+ *
+ * Output, one write(2) per line so that kernel messages cannot split it:
+ *   NMBL-TARGET-UP release=<uname -r> cmdline=<whole /proc/cmdline>
+ *   NMBL-TARGET-INITRD <marker> <marker> ...     (empty list: no marker)
+ *   NMBL-TARGET-UPTIME <first field of /proc/uptime>
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* The dracut hook of the target initramfs copies the markers here, since
+ * the initramfs itself is gone after switch_root. */
+#define MARKER_DIR_RUN "/run/nmbl-initrd-marker"
+/* Where the marker initrds put them: seen directly when this init runs
+ * from an initramfs without switching root. */
+#define MARKER_DIR_INITRD "/nmbl-initrd-marker"
+
+#define LINE_MAX_LEN 4096
+#define CMDLINE_MAX_LEN 2048
+#define MARKER_MAX_LEN 64
+#define MARKERS_MAX 32
+
+static int console_fd = -1;
+static bool stdout_is_console;
+
+__attribute__((format(printf, 1, 2)))
+static void out_line(const char *fmt, ...)
+{
+	char line[LINE_MAX_LEN];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+
+	if (console_fd >= 0 && write(console_fd, line, n) < 0)
+		console_fd = -1;
+	if (!stdout_is_console && write(STDOUT_FILENO, line, n) < 0)
+		return; /* nowhere left to tell */
+}
+
+/* Printing the same line twice on one serial port would break the "exactly
+ * one marker line" promise, and stdout of PID 1 usually is the console. */
+static bool same_char_device(int a, int b)
+{
+	struct stat sa, sb;
+
+	if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0)
+		return false;
+	return S_ISCHR(sa.st_mode) && S_ISCHR(sb.st_mode) &&
+	       sa.st_rdev == sb.st_rdev;
+}
+
+static void open_console(void)
+{
+	console_fd = open("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	stdout_is_console = console_fd >= 0 &&
+			    same_char_device(console_fd, STDOUT_FILENO);
+}
+
+/* After dracut's switch_root these are already mounted (moved): EBUSY is
+ * the normal case, not an error. */
+static void mount_api_fs(void)
+{
+	static const struct {
+		const char *source, *target, *type;
+	} fs[] = {
+		{ "proc", "/proc", "proc" },
+		{ "sysfs", "/sys", "sysfs" },
+		{ "devtmpfs", "/dev", "devtmpfs" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(fs) / sizeof(fs[0]); i++)
+		if (mount(fs[i].source, fs[i].target, fs[i].type,
+			  MS_NOSUID | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
+			out_line("NMBL-TARGET-WARN mount %s: %s", fs[i].target,
+				 strerror(errno));
+}
+
+/* Reads at most size-1 bytes of a small file into buf, NUL-terminated,
+ * control characters (including newlines) replaced by spaces and trailing
+ * spaces dropped.  Returns the length, or -1 with errno set. */
+static ssize_t read_text(const char *dir, const char *name, char *buf,
+			 size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	int dfd = AT_FDCWD, fd, saved;
+
+	if (dir) {
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return -1;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	saved = errno;
+	if (dir)
+		close(dfd);
+	if (fd < 0) {
+		errno = saved;
+		return -1;
+	}
+	while (len < size - 1) {
+		n = read(fd, buf + len, size - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = ' ';
+	while (len > 0 && buf[len - 1] == ' ')
+		buf[--len] = '\0';
+	return len;
+}
+
+static void report_up(void)
+{
+	char cmdline[CMDLINE_MAX_LEN];
+	struct utsname u;
+	const char *release = "?";
+
+	if (uname(&u) == 0)
+		release = u.release;
+	if (read_text(NULL, "/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
+		strcpy(cmdline, "?");
+	out_line("NMBL-TARGET-UP release=%s cmdline=%s", release, cmdline);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Markers are listed sorted by file name, so a test can compare the line
+ * with one fixed string. */
+static void report_initrd_markers(void)
+{
+	char line[LINE_MAX_LEN] = "";
+	char *names[MARKERS_MAX];
+	const char *dir = MARKER_DIR_RUN;
+	size_t count = 0, used = 0, i;
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d) {
+		dir = MARKER_DIR_INITRD;
+		d = opendir(dir);
+	}
+	if (d) {
+		while (count < MARKERS_MAX && (de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			names[count] = strdup(de->d_name);
+			if (names[count])
+				count++;
+		}
+		closedir(d);
+	}
+	qsort(names, count, sizeof(names[0]), compare_names);
+
+	for (i = 0; i < count; i++) {
+		char content[MARKER_MAX_LEN];
+		int n;
+
+		if (read_text(dir, names[i], content, sizeof(content)) <= 0)
+			strcpy(content, "?");
+		n = snprintf(line + used, sizeof(line) - used, " %s", content);
+		if (n > 0 && (size_t)n < sizeof(line) - used)
+			used += n;
+		free(names[i]);
+	}
+	out_line("NMBL-TARGET-INITRD%s", line);
+}
+
+static void report_uptime(void)
+{
+	char uptime[64];
+
+	if (read_text(NULL, "/proc/uptime", uptime, sizeof(uptime)) < 0)
+		strcpy(uptime, "?");
+	uptime[strcspn(uptime, " ")] = '\0';
+	out_line("NMBL-TARGET-UPTIME %s", uptime);
+}
+
+/* Power off is what QEMU turns into an exit; a reboot does the same under
+ * -no-reboot.  Not halt: a halted VM runs on forever.  If both fail,
+ * returning from PID 1 panics, and the target initramfs makes a panic
+ * reboot. */
+static void power_off(void)
+{
+	static const int how[] = { RB_POWER_OFF, RB_AUTOBOOT };
+	size_t i;
+
+	sync();
+	for (i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+		reboot(how[i]);
+		out_line("NMBL-TARGET-WARN reboot(%#x): %s", how[i],
+			 strerror(errno));
+	}
+}
+
+int main(void)
+{
+	bool pid1 = getpid() == 1;
+
+	/* Outside a VM, the host's console is none of our business. */
+	if (pid1) {
+		open_console();
+		mount_api_fs();
+		if (console_fd < 0)
+			open_console();
+	}
+
+	report_up();
+	report_initrd_markers();
+	report_uptime();
+
+	if (!pid1)
+		return EXIT_SUCCESS;
+	power_off();
+	return EXIT_FAILURE;
+}

@@ -1,0 +1,526 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Boot a raw disk image under QEMU (TCG) + OVMF with Secure Boot, drive its serial console.
+
+    with VM("disk.img", snapshot=True) as vm:
+        vm.wait_for(r"GNU GRUB")
+        vm.send(KEY_DOWN + KEY_ENTER)
+        vm.wait_exit()
+
+    vm.py run  --disk disk.img [--expect REGEX | --send KEYS]... [--interactive]
+    vm.py boot --esp DIR [--boot DIR] [--root DIR] [run options]
+
+See README.md next to this file.
+"""
+
+import argparse
+import atexit
+import codecs
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+
+DEFAULT_TIMEOUT = 120  # seconds; OVMF alone takes 10-20 s to reach the loader under TCG
+
+# Debian's ovmf package; the "snakeoil" pair has Debian's test key enrolled as PK/KEK/db.
+OVMF_DIR = os.environ.get("NMBL_OVMF_DIR", "/usr/share/OVMF")
+FIRMWARE = {
+    True: ("OVMF_CODE_4M.snakeoil.fd", "OVMF_VARS_4M.snakeoil.fd"),
+    False: ("OVMF_CODE_4M.fd", "OVMF_VARS_4M.fd"),
+}
+
+# Keys as a VT100/xterm serial terminal sends them.
+KEY_UP, KEY_DOWN, KEY_RIGHT, KEY_LEFT = "\x1b[A", "\x1b[B", "\x1b[C", "\x1b[D"
+KEY_HOME, KEY_END = "\x1b[H", "\x1b[F"
+KEY_PGUP, KEY_PGDN, KEY_DELETE = "\x1b[5~", "\x1b[6~", "\x1b[3~"
+KEY_ENTER, KEY_ESC, KEY_TAB, KEY_BACKSPACE = "\r", "\x1b", "\t", "\x7f"
+KEY_F10 = "\x1b[21~"
+KEY_CTRL_C, KEY_CTRL_X = "\x03", "\x18"
+
+# Names usable as {name} in CLI --send strings (and parse_keys()).
+KEYS = {
+    "up": KEY_UP, "down": KEY_DOWN, "right": KEY_RIGHT, "left": KEY_LEFT,
+    "home": KEY_HOME, "end": KEY_END, "pgup": KEY_PGUP, "pgdn": KEY_PGDN,
+    "delete": KEY_DELETE, "enter": KEY_ENTER, "esc": KEY_ESC, "tab": KEY_TAB,
+    "backspace": KEY_BACKSPACE,
+    "f1": "\x1bOP", "f2": "\x1bOQ", "f3": "\x1bOR", "f4": "\x1bOS",
+    "f5": "\x1b[15~", "f6": "\x1b[17~", "f7": "\x1b[18~", "f8": "\x1b[19~",
+    "f9": "\x1b[20~", "f10": KEY_F10, "f11": "\x1b[23~", "f12": "\x1b[24~",
+}
+KEYS.update({f"ctrl-{c}": chr(ord(c) - ord("a") + 1) for c in "abcdefghijklmnopqrstuvwxyz"})
+
+# One key on the wire: a CSI or SS3 sequence goes out in one write, because a
+# receiver that sees ESC alone for a while takes it as the Esc key.
+_KEY_UNIT = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1bO[@-~]|[\s\S]")
+
+# CSI, OSC, DCS/PM/APC strings, then any other ESC sequence.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)"
+                   r"|[PX^_][^\x1b]*\x1b\\|[ -/]*[0-~])")
+_CURSOR_MOVE = re.compile(r"\x1b\[[0-9;]*[Hf]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def strip_ansi(text):
+    """Console text without escape sequences and control characters.
+
+    Cursor positioning becomes a newline: full-screen programs (OVMF dialogs,
+    GRUB's menu) place each row with it instead of writing newlines."""
+    text = _CURSOR_MOVE.sub("\n", text)
+    return _CONTROL.sub("", _ANSI.sub("", text))
+
+
+def parse_keys(spec):
+    """Turn "{down}{down}{enter}" / "text{ctrl-x}" into bytes to send; "{{" is "{"."""
+    out = []
+    for m in re.finditer(r"\{\{|\{([a-z0-9-]+)\}|[^{]+|\{", spec):
+        if m.group(1) is not None:
+            if m.group(1) not in KEYS:
+                raise ValueError(f"unknown key {{{m.group(1)}}}; known: {', '.join(KEYS)}")
+            out.append(KEYS[m.group(1)])
+        else:
+            out.append("{" if m.group(0) == "{{" else m.group(0))
+    return "".join(out)
+
+
+class VMError(Exception):
+    pass
+
+
+class VMTimeout(VMError):
+    pass
+
+
+class VMExited(VMError):
+    """QEMU ended while we were waiting for console output."""
+
+
+_running = weakref.WeakSet()
+# A test that dies with an exception outside a with-block must not leave QEMU behind.
+atexit.register(lambda: [vm.kill() for vm in list(_running)])
+
+
+class VM:
+    def __init__(self, disk, *, secure_boot=True, memory=1024, snapshot=False,
+                 vars_file=None, log_file=None, echo=None, qemu_args=(),
+                 qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
+                 pace=0.02, esc_delay=1.2):
+        """disk: raw image, attached as virtio (/dev/vda in the guest).
+        snapshot: writes go to a throw-away overlay, so many tests can share one image.
+        vars_file: EFI variable store to use and keep; made from the template if
+            missing. Default: a private copy, deleted by kill().
+        log_file: path the raw console bytes are written to as they arrive.
+        echo: a binary stream the console is mirrored to (e.g. sys.stdout.buffer).
+        pace: seconds between keys in send(); esc_delay: gap after a lone Esc,
+            longer than curses' ESCDELAY (1 s) so it is not merged with the next key.
+        """
+        code, template = FIRMWARE[bool(secure_boot)]
+        self.disk = disk
+        self.secure_boot = bool(secure_boot)
+        self.memory = memory
+        self.snapshot = snapshot
+        self.ovmf_code = ovmf_code or os.path.join(OVMF_DIR, code)
+        self.ovmf_vars = ovmf_vars or os.path.join(OVMF_DIR, template)
+        self.vars_file = vars_file
+        self.log_file = log_file
+        self.echo = echo
+        self.qemu = qemu
+        self.qemu_args = list(qemu_args)
+        self.pace = pace
+        self.esc_delay = esc_delay
+        self.stderr = ""  # QEMU's own messages (bad arguments, missing files)
+        self._proc = None
+        self._tmpdir = None
+        self._threads = []
+        self._cond = threading.Condition()
+        self._raw = bytearray()
+        self._chunks = []
+        self._text = ""
+        self._clean = (0, "")  # (n, strip_ansi() of the first n chars of the log)
+        self._cursor = {False: 0, True: 0}  # where the next wait_for starts, per mode
+        self._eof = False
+        self._started = None
+        self._log = None
+
+    # --- life cycle -----------------------------------------------------
+
+    def command(self):
+        """The QEMU command line (needs vars_file set; start() does that)."""
+        drive = f"file={self.disk},format=raw,if=virtio"
+        if self.snapshot:
+            drive += ",snapshot=on"
+        cmd = [self.qemu, "-accel", "tcg", "-cpu", "max", "-m", str(self.memory),
+               "-machine", "q35,smm=on"]
+        if self.secure_boot:
+            # SMM + secure flash: otherwise the OS could rewrite the variables
+            # that hold the Secure Boot keys, and OVMF's secboot build refuses to run.
+            cmd += ["-global", "driver=cfi.pflash01,property=secure,value=on"]
+        cmd += ["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={self.ovmf_code}",
+                "-drive", f"if=pflash,format=raw,unit=1,file={self.vars_file}",
+                "-drive", drive,
+                # stdio on pipes: no connect race and no socket path to clean up;
+                # -display/-monitor none keep anything else off stdio.
+                "-display", "none", "-serial", "stdio", "-monitor", "none",
+                "-no-reboot", "-nic", "none"]
+        return cmd + self.qemu_args
+
+    def start(self):
+        if self._proc:
+            raise VMError("VM already started")
+        if not os.path.exists(self.disk):
+            raise FileNotFoundError(f"disk image not found: {self.disk}")
+        if self.vars_file is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="nmbl-vm-")
+            self.vars_file = os.path.join(self._tmpdir, "OVMF_VARS.fd")
+        if not os.path.exists(self.vars_file):
+            shutil.copyfile(self.ovmf_vars, self.vars_file)
+        self._log = open(self.log_file, "wb") if self.log_file else None
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._started = time.monotonic()
+        _running.add(self)
+        # Drain both outputs all the time: a full pipe would stall QEMU's
+        # serial emulation, and with it the guest.
+        self._threads = [threading.Thread(target=self._read_console, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def kill(self):
+        """Stop QEMU (if still running) and release everything; safe to call twice."""
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()  # lets QEMU finish writing the vars file
+            try:
+                self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._finish()
+
+    def _finish(self):
+        for t in self._threads:
+            t.join()
+        self._threads = []
+        if self._proc and self._proc.stdin:
+            try:
+                self._proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        if self._log:
+            self._log.close()
+            self._log = None
+        if self._tmpdir:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+            self.vars_file = None
+        _running.discard(self)
+
+    def __enter__(self):
+        return self if self._proc else self.start()
+
+    def __exit__(self, *exc):
+        self.kill()
+
+    def elapsed(self):
+        """Seconds since start()."""
+        return time.monotonic() - self._started if self._started else 0.0
+
+    @property
+    def returncode(self):
+        return self._proc.poll() if self._proc else None
+
+    def _need_proc(self):
+        if not self._proc:
+            raise VMError("VM not started: call start() or use it in a with-block")
+
+    def wait_exit(self, timeout=DEFAULT_TIMEOUT):
+        """Wait for QEMU to end (guest power-off, or reset: -no-reboot); return its status."""
+        self._need_proc()
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise VMTimeout(f"QEMU still running after {timeout} s\n{self._tail()}") from None
+        self._finish()
+        return self._proc.returncode
+
+    # --- console output -------------------------------------------------
+
+    def _read_console(self):
+        fd = self._proc.stdout.fileno()
+        while True:
+            data = os.read(fd, 65536)
+            text = self._decoder.decode(data, final=not data)
+            with self._cond:
+                self._raw += data
+                self._chunks.append(text)
+                self._eof = not data
+                self._cond.notify_all()
+            if self._log and data:
+                self._log.write(data)
+                self._log.flush()  # so `tail -f` on the log follows the boot
+            if self.echo and data:
+                self.echo.write(data)
+                self.echo.flush()
+            if not data:
+                return
+
+    def _read_stderr(self):
+        for line in self._proc.stderr:
+            self.stderr += line.decode(errors="replace")
+
+    @property
+    def log(self):
+        """Everything the guest wrote to the serial console, escapes kept."""
+        with self._cond:
+            if self._chunks:
+                self._text += "".join(self._chunks)
+                self._chunks = []
+            return self._text
+
+    @property
+    def raw(self):
+        """The console as bytes (OVMF draws boxes in CP437, not UTF-8)."""
+        with self._cond:
+            return bytes(self._raw)
+
+    def clean_log(self):
+        """The log with escape sequences stripped, see strip_ansi()."""
+        text = self.log
+        cut, done = self._clean
+        # Strip only what is new. Text before the last ESC is final; from that
+        # ESC on a sequence may still be arriving, unless it is long past.
+        last = text.rfind("\x1b", cut)
+        end = len(text) if last < 0 or len(text) - last > 256 else last
+        if end > cut:
+            done += strip_ansi(text[cut:end])
+            self._clean = (end, done)
+        return done + strip_ansi(text[end:])
+
+    def pos(self, clean=False):
+        """Current end of the log (or of clean_log()), to pass as wait_for(since=)."""
+        return len(self.clean_log() if clean else self.log)
+
+    def _tail(self, n=2000):
+        # Full-screen output leaves rows of blanks; drop them to show more text.
+        text = re.sub(r"[ \t]+\n", "\n", self.clean_log().rstrip())
+        tail = re.sub(r"\n{3,}", "\n\n", text)[-n:]
+        msg = f"--- last {len(tail)} chars of the console (escapes stripped) ---\n{tail}"
+        if self.stderr.strip():
+            msg += f"\n--- QEMU stderr ---\n{self.stderr.strip()}"
+        return msg
+
+    def wait_for(self, pattern, timeout=DEFAULT_TIMEOUT, since=None, clean=False):
+        """Wait until the regex `pattern` (str or compiled) matches the console.
+
+        The search starts at `since` (a position in log, or in clean_log() if
+        clean=True); by default where the previous wait_for of the same mode
+        matched, so successive calls read the console in order. Returns the
+        re.Match (positions in log / clean_log()). Raises VMTimeout, or VMExited
+        as soon as QEMU ends without a match; both carry the console's tail.
+        """
+        self._need_proc()
+        rx = pattern if isinstance(pattern, re.Pattern) else re.compile(pattern)
+        start = self._cursor[clean] if since is None else since
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._cond:
+                eof = self._eof
+            m = rx.search(self.clean_log() if clean else self.log, start)
+            if m:
+                self._cursor[clean] = m.end()
+                return m
+            if eof:
+                status = self._proc.wait()
+                self._threads[1].join(5)  # QEMU's stderr usually says why
+                raise VMExited(f"QEMU exited (status {status}) before "
+                               f"{rx.pattern!r} appeared\n{self._tail()}")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise VMTimeout(f"{rx.pattern!r} did not appear within {timeout} s\n"
+                                f"{self._tail()}")
+            with self._cond:
+                # Sleep until the reader brings more output (or time is up).
+                if not self._chunks and not self._eof:
+                    self._cond.wait(left)
+
+    # --- console input --------------------------------------------------
+
+    def send_raw(self, data):
+        """Write bytes to the serial console at once, no pacing."""
+        self._need_proc()
+        if isinstance(data, str):
+            data = data.encode()
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise VMExited(f"QEMU has exited; cannot send {data!r}\n{self._tail()}") from None
+
+    def send(self, keys, pace=None):
+        """Type `keys` (text and KEY_* strings) one key at a time.
+
+        The pause between keys is pacing, not synchronisation: it keeps the
+        guest from getting a burst that its input handling may mangle. Wait for
+        the screen you expect with wait_for() before sending the next keys."""
+        pace = self.pace if pace is None else pace
+        data = keys.encode() if isinstance(keys, str) else keys
+        for unit in _KEY_UNIT.findall(data):
+            self.send_raw(unit)
+            time.sleep(self.esc_delay if unit == b"\x1b" else pace)
+
+    # --- interactive ----------------------------------------------------
+
+    def interact(self, escape=b"\x1d"):
+        """Connect this terminal to the console until Ctrl-] or QEMU ends.
+
+        The console must be mirrored to the terminal (echo=sys.stdout.buffer)."""
+        fd = sys.stdin.fileno()
+        saved = None
+        if os.isatty(fd):
+            import termios
+            import tty
+            saved = termios.tcgetattr(fd)
+            tty.setraw(fd)  # keys (arrows, Esc, Ctrl-C) go to the guest as bytes
+        try:
+            while self.returncode is None:
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if not ready:
+                    continue
+                data = os.read(fd, 1024)
+                if not data or escape in data:
+                    data = data.split(escape)[0]
+                    if data:
+                        self.send_raw(data)
+                    return
+                self.send_raw(data)
+        finally:
+            if saved is not None:
+                termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+# --- command line -----------------------------------------------------------
+
+def _expect_arg(value):
+    try:
+        return ("expect", re.compile(value))
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"bad regex {value!r}: {e}")
+
+
+def _send_arg(value):
+    try:
+        return ("send", parse_keys(value))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def _add_run_arguments(parser):
+    parser.add_argument("--no-secure-boot", action="store_true",
+                        help="plain OVMF without enrolled keys")
+    parser.add_argument("--vars", metavar="FILE",
+                        help="EFI variable store to use and keep (created if missing)")
+    parser.add_argument("--memory", type=int, default=1024, metavar="MiB")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help="for each --expect, and for QEMU to end (default %(default)s)")
+    parser.add_argument("--expect", dest="steps", action="append", metavar="REGEX",
+                        type=_expect_arg,
+                        help="wait for REGEX on the console; in order with --send")
+    parser.add_argument("--send", dest="steps", action="append", metavar="KEYS",
+                        type=_send_arg,
+                        help="type KEYS, e.g. '{down}{enter}' or 'text{ctrl-x}'; "
+                        "key names: " + " ".join(k for k in KEYS if not k.startswith("ctrl-"))
+                        + " ctrl-a..ctrl-z; {{ is a literal {")
+    parser.add_argument("--wait-exit", action="store_true",
+                        help="after the steps, wait for QEMU to end (default if no --expect)")
+    parser.add_argument("--interactive", "-i", action="store_true",
+                        help="after the steps, attach this terminal (Ctrl-] quits)")
+    parser.add_argument("--log", metavar="FILE", help="write the raw console to FILE")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="do not mirror the console to stdout")
+
+
+def say(msg):
+    print(f"vm: {msg}", file=sys.stderr, flush=True)
+
+
+def _run(disk, args, snapshot):
+    steps = args.steps or []
+    vm = VM(disk, secure_boot=not args.no_secure_boot, memory=args.memory,
+            snapshot=snapshot, vars_file=args.vars, log_file=args.log,
+            echo=None if args.quiet and not args.interactive else sys.stdout.buffer,
+            qemu_args=args.qemu_args)
+    try:
+        vm.start()
+    except OSError as e:
+        say(f"cannot start QEMU: {e}")
+        return 1
+    with vm:
+        try:
+            for kind, value in steps:
+                if kind == "send":
+                    vm.send(value)
+                    continue
+                vm.wait_for(value, args.timeout)
+                say(f"matched {value.pattern!r} after {vm.elapsed():.1f} s")
+            if args.interactive:
+                say("console attached; Ctrl-] quits")
+                vm.interact()
+                return 0
+            if args.wait_exit or not any(kind == "expect" for kind, _ in steps):
+                status = vm.wait_exit(args.timeout)
+                say(f"QEMU exited with status {status} after {vm.elapsed():.1f} s")
+                return 0 if status == 0 else 1
+            return 0
+        except VMError as e:
+            say(str(e))
+            return 1
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Everything after "--" goes to QEMU verbatim (argparse would take "-smp" for an option).
+    qemu_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+
+    parser = argparse.ArgumentParser(
+        prog="vm.py", description="Boot a disk image under QEMU + OVMF (Secure Boot).",
+        epilog="Arguments after -- are passed to QEMU. Exit status: 0 ok, 1 failed.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="boot an existing raw disk image")
+    run.add_argument("--disk", required=True, metavar="IMG")
+    run.add_argument("--snapshot", action="store_true",
+                     help="do not write to the image (changes go to a temporary overlay)")
+    _add_run_arguments(run)
+    boot = sub.add_parser("boot", help="make a disk from trees (see mkdisk) and boot it")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import mkdisk
+    mkdisk.add_arguments(boot)
+    _add_run_arguments(boot)
+    args = parser.parse_args(argv)
+    args.qemu_args = qemu_args
+
+    if args.cmd == "run":
+        return _run(args.disk, args, args.snapshot)
+    with tempfile.TemporaryDirectory(prefix="nmbl-vm-") as tmp:
+        disk = os.path.join(tmp, "disk.img")
+        try:
+            layout = mkdisk.build_from_args(disk, args)
+        except (OSError, ValueError, mkdisk.MkdiskError) as e:
+            say(f"mkdisk: {e}")
+            return 1
+        for p in layout["partitions"]:
+            say(f"/dev/vda{p['number']} {p['role']} {p['fstype']} "
+                f"UUID={p['uuid']} PARTUUID={p['partuuid']}")
+        return _run(disk, args, snapshot=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
