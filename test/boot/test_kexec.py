@@ -3,6 +3,7 @@
 plain grub.cfg and kexecs the chosen entry's kernel."""
 
 import functools
+import re
 
 from fixture import (BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_UP, VM, build_path,
                      kver, make_disk)
@@ -11,32 +12,44 @@ from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
 BOOT_TIMEOUT = 240  # seconds, firmware to target under TCG with room for a busy machine
 
 
-def entry(title, kernel, extra):
+def entry(title, kernel, extra, initrd=None):
+    initrd = initrd or f"/initrd.img-{kver()}"
     return f"""menuentry '{title}' --class debian --class gnu-linux {{
 	search --no-floppy --fs-uuid --set=root {BOOT_UUID}
 	echo	'Loading Linux {kver()} ...'
-	linux	/{kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}
-	initrd	/initrd.img-{kver()}
+	linux	{kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}
+	initrd	{initrd}
 }}
 """
 
 
 def expected_cmdline(kernel, extra):
-    """What GRUB on EFI passes: the image as named in grub.cfg comes first."""
-    return f"BOOT_IMAGE=/{kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}"
+    """What GRUB on EFI passes: the image as GRUB expanded its name comes
+    first ($root is expanded before the command runs)."""
+    return f"BOOT_IMAGE={kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}"
+
+
+def words(text):
+    """A pattern for TEXT that matches however the console wrapped it."""
+    return r"\s+".join(re.escape(w) for w in text.split())
 
 
 @functools.cache
 def disk():
     k = kver()
     cfg = "set default=0\nset timeout=3\n\n"
-    cfg += entry("Debian GNU/Linux", f"vmlinuz-{k}", "nmbl.entry=first")
-    cfg += entry("Debian GNU/Linux, second entry", f"vmlinuz-{k}", "nmbl.entry=second quiet")
-    cfg += entry("Debian GNU/Linux, Debian-signed kernel", f"vmlinuz-{k}.debian", "nmbl.entry=third")
+    cfg += entry("Debian GNU/Linux", f"/vmlinuz-{k}", "nmbl.entry=first")
+    # GRUB's other ways to name a file, and two initrds.
+    cfg += entry("Debian GNU/Linux, second entry", f"($root)/vmlinuz-{k}",
+                 "nmbl.entry=second quiet",
+                 initrd=f"(hd0,gpt2)/initrd.img-{k} ($root)/marker.img")
+    cfg += entry("Debian GNU/Linux, Debian-signed kernel", f"/vmlinuz-{k}.debian",
+                 "nmbl.entry=third")
     return make_disk("kexec", cfg, {
         f"vmlinuz-{k}": build_path("test", "vmlinuz-test"),
         f"vmlinuz-{k}.debian": build_path("kernel", "tree", "boot", f"vmlinuz-{k}"),
         f"initrd.img-{k}": build_path("test", "target-initrd.img"),
+        "marker.img": build_path("test", "marker.img"),
     })
 
 
@@ -60,7 +73,7 @@ def default_boot():
 def test_default_entry_boots_after_timeout():
     log, up = default_boot()
     assert up.group(1) == kver(), f"target runs {up.group(1)}, expected {kver()}"
-    want = expected_cmdline(f"vmlinuz-{kver()}", "nmbl.entry=first")
+    want = expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first")
     assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
 
 
@@ -71,22 +84,25 @@ def test_lockdown_is_integrity_in_nmbl():
 
 
 def test_second_entry_chosen_with_arrow_keys():
-    _, up = boot("kexec-second", KEY_DOWN + KEY_ENTER)
-    want = expected_cmdline(f"vmlinuz-{kver()}", "nmbl.entry=second quiet")
+    log, up = boot("kexec-second", KEY_DOWN + KEY_ENTER)
+    want = expected_cmdline(f"(hd0,gpt2)/vmlinuz-{kver()}", "nmbl.entry=second quiet")
     assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
+    assert "NMBL-TARGET-INITRD second-initrd" in log, "the entry's second initrd did not reach the target"
 
 
 def test_untrusted_kernel_refused_then_menu_returns():
     with VM(disk(), snapshot=True, log_file=build_path("test", "kexec-untrusted.log")) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         vm.send(KEY_DOWN + KEY_DOWN + KEY_ENTER)
-        vm.wait_for(r"cannot load /vmlinuz-\S+\.debian: the kernel is signed by a key "
-                    r"this machine does not trust", timeout=BOOT_TIMEOUT)
-        vm.wait_for("Press any key to continue", timeout=60)
+        # GRUB wraps the message at the screen's width.
+        vm.wait_for(words(f"cannot load /vmlinuz-{kver()}.debian: the kernel is signed by a "
+                          "key this machine does not trust"), timeout=BOOT_TIMEOUT, clean=True)
+        vm.wait_for("Press any key to continue", timeout=60, clean=True)
         vm.send(KEY_ENTER)
-        vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60)
+        vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60,
+                    clean=True)
         vm.send(KEY_HOME + KEY_ENTER)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         vm.wait_exit(timeout=60)
-    want = expected_cmdline(f"vmlinuz-{kver()}", "nmbl.entry=first")
+    want = expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first")
     assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#ifndef NMBL_FAKE_SYS_H
+#define NMBL_FAKE_SYS_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+struct fake_sys {
+	/* Set by the test. */
+	const char *root; /* stripped from recorded paths */
+	int kexec_errno, mount_errno, reboot_errno, systemctl_errno;
+	/* Recorded. */
+	char calls[4096];
+	unsigned long kexec_flags;
+	char kexec_cmdline[4096];
+	char kexec_kernel[256];
+	ssize_t kexec_kernel_len;
+	char kexec_initrd[256];
+	ssize_t kexec_initrd_len;
+};
+
+extern struct fake_sys fake;
+
+#endif

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+int unit_failures;
+static char root[] = "/tmp/nmbl-unit.XXXXXX";
+static int made;
+
+static int remove_one(const char *path, const struct stat *st, int flag,
+		      struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void cleanup(void)
+{
+	if (made)
+		nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *fixture_root(void)
+{
+	if (!made) {
+		if (!mkdtemp(root)) {
+			perror("mkdtemp");
+			exit(2);
+		}
+		made = 1;
+		atexit(cleanup);
+	}
+	return root;
+}
+
+const char *fixture_path(const char *path)
+{
+	static char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s%s", fixture_root(), path);
+	return buf;
+}
+
+void fixture_write(const char *path, const void *data, size_t len)
+{
+	char full[PATH_MAX];
+	FILE *f;
+
+	snprintf(full, sizeof(full), "%s%s", fixture_root(), path);
+	for (char *p = full + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		if (mkdir(full, 0755) < 0 && errno != EEXIST) {
+			perror(full);
+			exit(2);
+		}
+		*p = '/';
+	}
+	f = fopen(full, "wb");
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+		perror(full);
+		exit(2);
+	}
+}
+
+void fixture_text(const char *path, const char *text)
+{
+	fixture_write(path, text, strlen(text));
+}
+
+int unit_main(void (*const tests[])(void))
+{
+	for (size_t i = 0; tests[i]; i++)
+		tests[i]();
+	if (unit_failures)
+		fprintf(stderr, "%d check(s) failed\n", unit_failures);
+	return unit_failures ? 1 : 0;
+}

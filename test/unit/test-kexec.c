@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <errno.h>
+#include <linux/kexec.h>
+#include <string.h>
+
+#include "fake-sys.h"
+#include "nmbl-private.h"
+#include "unit.h"
+
+static struct nmbl_ctx *setup(void)
+{
+	struct nmbl_ctx *ctx;
+
+	fixture_text("/boot/vmlinuz", "MZkernel");
+	fixture_text("/boot/a.img", "AAAAA");
+	fixture_text("/boot/b.img", "BBB");
+	fixture_text("/boot/c.img", "CCCC");
+	fixture_text("/sys/kernel/kexec_loaded", "1\n");
+	fixture_text("/proc/1/comm", "sh\n");
+	memset(&fake, 0, sizeof(fake));
+	fake.root = fixture_root();
+	CHECK_INT(nmbl_new(fixture_root(), &ctx), 0);
+	return ctx;
+}
+
+static void test_load_concatenates_initrds_like_grub(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	char a[4096], b[4096], c[4096];
+	const char *initrds[] = { a, b, c };
+
+	snprintf(a, sizeof(a), "%s", fixture_path("/boot/a.img"));
+	snprintf(b, sizeof(b), "%s", fixture_path("/boot/b.img"));
+	snprintf(c, sizeof(c), "%s", fixture_path("/boot/c.img"));
+	CHECK_INT(nmbl_load(ctx, fixture_path("/boot/vmlinuz"), initrds, 3,
+			    "BOOT_IMAGE=/vmlinuz root=UUID=x ro"), 0);
+	CHECK_STR(fake.kexec_cmdline, "BOOT_IMAGE=/vmlinuz root=UUID=x ro");
+	CHECK_INT(fake.kexec_flags, 0);
+	CHECK_INT(fake.kexec_kernel_len, 8);
+	/* Each initrd starts on a 4-byte boundary; the last is not padded. */
+	CHECK_INT(fake.kexec_initrd_len, 8 + 4 + 4);
+	CHECK(memcmp(fake.kexec_initrd, "AAAAA\0\0\0BBB\0CCCC", 16) == 0);
+	nmbl_unref(ctx);
+}
+
+static void test_load_single_initrd_and_none(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	char a[4096];
+	const char *initrds[] = { a };
+
+	snprintf(a, sizeof(a), "%s", fixture_path("/boot/a.img"));
+	CHECK_INT(nmbl_load(ctx, fixture_path("/boot/vmlinuz"), initrds, 1, NULL), 0);
+	CHECK_INT(fake.kexec_initrd_len, 5);
+	CHECK_STR(fake.kexec_cmdline, "");
+	CHECK_INT(nmbl_load(ctx, fixture_path("/boot/vmlinuz"), NULL, 0, "quiet"), 0);
+	CHECK_INT(fake.kexec_flags, KEXEC_FILE_NO_INITRAMFS);
+	CHECK_INT(fake.kexec_initrd_len, -1);
+	nmbl_unref(ctx);
+}
+
+static void test_load_errors(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	char a[4096];
+	const char *initrds[] = { a };
+
+	CHECK_INT(nmbl_load(ctx, fixture_path("/boot/missing"), NULL, 0, ""), -ENOENT);
+	CHECK_INT(nmbl_load(ctx, fixture_path("/boot"), NULL, 0, ""), -EISDIR);
+	snprintf(a, sizeof(a), "%s", fixture_path("/boot/missing.img"));
+	CHECK_INT(nmbl_load(ctx, fixture_path("/boot/vmlinuz"), initrds, 1, ""), -ENOENT);
+	CHECK_STR(fake.calls, "");
+	/* The kernel's verdict reaches the caller untouched. */
+	fake.kexec_errno = -ENOKEY;
+	CHECK_INT(nmbl_load(ctx, fixture_path("/boot/vmlinuz"), NULL, 0, ""), -ENOKEY);
+	CHECK_INT(nmbl_load(NULL, "x", NULL, 0, ""), -EINVAL);
+	CHECK_INT(nmbl_load(ctx, "x", NULL, 1, ""), -EINVAL);
+	nmbl_unref(ctx);
+}
+
+static void test_unload(void)
+{
+	struct nmbl_ctx *ctx = setup();
+
+	CHECK_INT(nmbl_unload(ctx), 0);
+	CHECK_INT(fake.kexec_flags, KEXEC_FILE_UNLOAD);
+	nmbl_unref(ctx);
+}
+
+static void test_exec_without_systemd_unmounts_then_reboots(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	char *mp;
+
+	fixture_text("/sys/class/block/vda/vda2/start", "81920\n");
+	fixture_text("/dev/vda2", "");
+	fixture_text("/proc/filesystems", "\text4\n");
+	CHECK_INT(nmbl_mount_partition(ctx, "/dev/vda", 81920, &mp), 0);
+	free(mp);
+	fake.calls[0] = '\0';
+	fake.reboot_errno = -EPERM;
+	CHECK_INT(nmbl_exec(ctx), -EPERM);
+	CHECK_STR(fake.calls, "umount /run/nmbl/mnt/vda2;reboot_kexec;");
+	nmbl_unref(ctx);
+}
+
+static void test_exec_through_systemd(void)
+{
+	struct nmbl_ctx *ctx = setup();
+
+	fixture_text("/proc/1/comm", "systemd\n");
+	fake.systemctl_errno = -EIO;
+	CHECK_INT(nmbl_exec(ctx), -EIO);
+	CHECK_STR(fake.calls, "systemctl_kexec;");
+	nmbl_unref(ctx);
+}
+
+static void test_exec_needs_a_loaded_kernel(void)
+{
+	struct nmbl_ctx *ctx = setup();
+
+	fixture_text("/sys/kernel/kexec_loaded", "0\n");
+	CHECK_INT(nmbl_exec(ctx), -ENOENT);
+	CHECK_STR(fake.calls, "");
+	nmbl_unref(ctx);
+}
+
+int main(void)
+{
+	static void (*const tests[])(void) = {
+		test_load_concatenates_initrds_like_grub,
+		test_load_single_initrd_and_none,
+		test_load_errors,
+		test_unload,
+		test_exec_without_systemd_unmounts_then_reboots,
+		test_exec_through_systemd,
+		test_exec_needs_a_loaded_kernel,
+		NULL,
+	};
+	return unit_main(tests);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "nmbl-private.h"
+#include "unit.h"
+
+#define SB_VAR "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+
+static struct nmbl_ctx *ctx;
+
+static int lockdown(const char *text, enum nmbl_lockdown *ret)
+{
+	fixture_text("/sys/kernel/security/lockdown", text);
+	return nmbl_get_lockdown(ctx, ret);
+}
+
+static void test_lockdown(void)
+{
+	enum nmbl_lockdown l = NMBL_LOCKDOWN_NONE;
+	char big[NMBL_SMALL_FILE_MAX + 10];
+
+	CHECK_INT(lockdown("none [integrity] confidentiality\n", &l), 0);
+	CHECK_INT(l, NMBL_LOCKDOWN_INTEGRITY);
+	CHECK_INT(lockdown("[none] integrity confidentiality\n", &l), 0);
+	CHECK_INT(l, NMBL_LOCKDOWN_NONE);
+	CHECK_INT(lockdown("none integrity [confidentiality]\n", &l), 0);
+	CHECK_INT(l, NMBL_LOCKDOWN_CONFIDENTIALITY);
+	CHECK_STR(nmbl_lockdown_to_string(l), "confidentiality");
+	/* Broken files never change the answer. */
+	CHECK_INT(lockdown("none integrity\n", &l), -EBADMSG);
+	CHECK_INT(lockdown("[integrity\n", &l), -EBADMSG);
+	CHECK_INT(lockdown("[bogus] none\n", &l), -EBADMSG);
+	CHECK_INT(lockdown("", &l), -EBADMSG);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	CHECK_INT(lockdown(big, &l), -EFBIG);
+	CHECK_INT(l, NMBL_LOCKDOWN_CONFIDENTIALITY);
+	remove(fixture_path("/sys/kernel/security/lockdown"));
+	CHECK_INT(nmbl_get_lockdown(ctx, &l), -ENOENT);
+}
+
+static void test_secure_boot(void)
+{
+	CHECK_INT(nmbl_get_secure_boot(ctx), -ENOENT);
+	fixture_write(SB_VAR, "\x06\0\0\0\x01", 5);
+	CHECK_INT(nmbl_get_secure_boot(ctx), 1);
+	fixture_write(SB_VAR, "\x06\0\0\0\x00", 5);
+	CHECK_INT(nmbl_get_secure_boot(ctx), 0);
+	fixture_write(SB_VAR, "\x06\0\0\0", 4);
+	CHECK_INT(nmbl_get_secure_boot(ctx), -EBADMSG);
+	fixture_write(SB_VAR, "\x06\0\0\0\x01\x01", 6);
+	CHECK_INT(nmbl_get_secure_boot(ctx), -EBADMSG);
+}
+
+static void test_kexec_loaded(void)
+{
+	fixture_text("/sys/kernel/kexec_loaded", "1\n");
+	CHECK_INT(nmbl_get_kexec_loaded(ctx), 1);
+	fixture_text("/sys/kernel/kexec_loaded", "0\n");
+	CHECK_INT(nmbl_get_kexec_loaded(ctx), 0);
+	fixture_text("/sys/kernel/kexec_loaded", "2\n");
+	CHECK_INT(nmbl_get_kexec_loaded(ctx), -EBADMSG);
+}
+
+static void test_strerror_names_the_fault(void)
+{
+	CHECK(strstr(nmbl_strerror(-ENOKEY), "not trust"));
+	CHECK(strstr(nmbl_strerror(-ENODATA), "not signed"));
+	CHECK(strstr(nmbl_strerror(-ENOEXEC), "not a Linux kernel"));
+	CHECK(strstr(nmbl_strerror(-ENOENT), "does not exist"));
+	CHECK(strstr(nmbl_strerror(-EKEYREJECTED), "does not match"));
+	CHECK_STR(nmbl_strerror(-EACCES), strerror(EACCES));
+}
+
+int main(void)
+{
+	static void (*const tests[])(void) = {
+		test_lockdown,
+		test_secure_boot,
+		test_kexec_loaded,
+		test_strerror_names_the_fault,
+		NULL,
+	};
+	int r;
+
+	if (nmbl_new(fixture_root(), &ctx) < 0)
+		return 2;
+	r = unit_main(tests);
+	nmbl_unref(ctx);
+	return r;
+}

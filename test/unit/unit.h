@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The little a unit test needs: checks that report where they failed, and a
+ * fixture root built in a temporary directory. */
+#ifndef NMBL_UNIT_H
+#define NMBL_UNIT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int unit_failures;
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: %s: check failed: %s\n",     \
+				__FILE__, __LINE__, __func__, #cond);        \
+			unit_failures++;                                     \
+		}                                                            \
+	} while (0)
+#define CHECK_INT(a, b)                                                      \
+	do {                                                                 \
+		long long a_ = (a), b_ = (b);                                \
+		if (a_ != b_) {                                              \
+			fprintf(stderr, "%s:%d: %s: %s == %lld, expected %lld\n", \
+				__FILE__, __LINE__, __func__, #a, a_, b_);   \
+			unit_failures++;                                     \
+		}                                                            \
+	} while (0)
+#define CHECK_STR(a, b)                                                      \
+	do {                                                                 \
+		const char *a_ = (a), *b_ = (b);                             \
+		if (!a_ || !b_ || strcmp(a_, b_) != 0) {                     \
+			fprintf(stderr, "%s:%d: %s: %s == \"%s\", expected \"%s\"\n", \
+				__FILE__, __LINE__, __func__, #a,            \
+				a_ ? a_ : "(null)", b_ ? b_ : "(null)");     \
+			unit_failures++;                                     \
+		}                                                            \
+	} while (0)
+
+/* A fresh fixture root; removed at exit. */
+const char *fixture_root(void);
+/* Write DATA (LEN bytes) to ROOT/PATH, creating directories. */
+void fixture_write(const char *path, const void *data, size_t len);
+void fixture_text(const char *path, const char *text);
+/* The full path of PATH below the fixture root (static buffer). */
+const char *fixture_path(const char *path);
+
+int unit_main(void (*const tests[])(void));
+
+#endif
