@@ -32,12 +32,14 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs fdisk kexec-tools efitools shellcheck
 
-LIB_SRCS = ctx.c kexec.c mount.c state.c sys.c
+LIB_SRCS = ctx.c image.c kexec.c mount.c pe.c state.c sys.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/grub-emu
 
-.PHONY: all deps check demo uki clean distclean
+.PHONY: all deps check demo uki fuzz clean distclean
+# Objects made on the way are kept: a second make must have nothing to do.
+.SECONDARY:
 
 # --- libnmbl and the nmbl command -----------------------------------------
 
@@ -71,11 +73,38 @@ $(BUILD)/unit/obj/%.o: nmbl-loader/%.c
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -MMD -MP -c -o $@ $<
 $(BUILD)/unit/obj/%.o: test/unit/%.c
 	@mkdir -p $(@D)
-	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -Itest/unit -MMD -MP -c -o $@ $<
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -Itest/unit \
+		-DCORPUS='"$(abspath test/fuzz/corpus/pe)"' -MMD -MP -c -o $@ $<
 $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 	$(CC) $(SANITIZE) -o $@ $^
 
 -include $(wildcard $(BUILD)/unit/obj/*.d)
+
+# Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
+FUZZERS = pe
+UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
+$(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -MMD -MP -c -o $@ $<
+$(BUILD)/unit/obj/replay-%.o: test/fuzz/replay.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -DCORPUS='"$(abspath test/fuzz/corpus/$*)"' -c -o $@ $<
+$(BUILD)/unit/test-fuzz-%: $(BUILD)/unit/obj/fuzz-%.o $(BUILD)/unit/obj/replay-%.o $(UNIT_OBJS)
+	$(CC) $(SANITIZE) -o $@ $^
+
+# libFuzzer proper, for a bounded time per fuzzer (FUZZ_SECONDS), with clang.
+FUZZ_SECONDS ?= 60
+fuzz:
+	command -v clang >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
+	@mkdir -p $(BUILD)/fuzz
+	set -e; for f in $(FUZZERS); do \
+		clang -O1 -g $(NMBL_CFLAGS) -fsanitize=fuzzer,address,undefined \
+			-o $(BUILD)/fuzz/fuzz-$$f test/fuzz/fuzz-$$f.c \
+			$(patsubst %,nmbl-loader/%,$(filter-out sys.c,$(LIB_SRCS))) test/unit/fake-sys.c; \
+		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
+		$(BUILD)/fuzz/fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
+			$(BUILD)/fuzz/corpus-$$f test/fuzz/corpus/$$f; \
+	done
 
 # --- patched grub-emu --------------------------------------------------------
 

@@ -82,19 +82,63 @@ static int copy_fd(int from, int to, uint64_t *total)
 	}
 }
 
-/* One initrd is passed as it is; several become one in-memory file. */
-static int open_initrds(const struct nmbl_ctx *ctx, const char *const *initrds,
-			size_t n, int *ret_fd)
+/* One part of the initrd the kernel gets: bytes in memory, or a file. */
+struct part {
+	const void *data;
+	size_t len;
+	const char *path;
+};
+
+static int append_part(const struct nmbl_ctx *ctx, int out,
+		       const struct part *p, uint64_t *total)
+{
+	_cleanup_close_ int fd = -1;
+	off_t size;
+
+	if (p->data) {
+		*total += p->len;
+		if (*total > NMBL_INITRD_MAX)
+			return -EFBIG;
+		return write_all(out, p->data, p->len);
+	}
+	fd = open_regular(p->path, &size);
+	if (fd < 0) {
+		nmbl_dbg(ctx, "cannot open initrd '%s'", p->path);
+		return fd;
+	}
+	return copy_fd(fd, out, total);
+}
+
+static int memfd_of(const char *name, const void *data, size_t len,
+		    int *ret_fd)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, data, len);
+	if (r < 0)
+		return r;
+	*ret_fd = fd;
+	fd = -1;
+	return 0;
+}
+
+/* One initrd file is passed as it is; anything else becomes one in-memory
+ * file, each part starting on GRUB's alignment. */
+static int open_initrd(const struct nmbl_ctx *ctx, const struct part *parts,
+		       size_t n, int *ret_fd)
 {
 	static const char zeros[NMBL_INITRD_ALIGN];
 	_cleanup_close_ int out = -1;
 	uint64_t total = 0;
 	off_t size;
-	size_t i;
 	int r;
 
-	if (n == 1) {
-		r = open_regular(initrds[0], &size);
+	if (n == 1 && parts[0].path) {
+		r = open_regular(parts[0].path, &size);
 		if (r < 0)
 			return r;
 		*ret_fd = r;
@@ -103,15 +147,8 @@ static int open_initrds(const struct nmbl_ctx *ctx, const char *const *initrds,
 	out = memfd_create("nmbl-initrd", MFD_CLOEXEC);
 	if (out < 0)
 		return -errno;
-	for (i = 0; i < n; i++) {
-		_cleanup_close_ int fd = -1;
-
-		fd = open_regular(initrds[i], &size);
-		if (fd < 0) {
-			nmbl_dbg(ctx, "cannot open initrd '%s'", initrds[i]);
-			return fd;
-		}
-		r = copy_fd(fd, out, &total);
+	for (size_t i = 0; i < n; i++) {
+		r = append_part(ctx, out, &parts[i], &total);
 		if (r < 0)
 			return r;
 		if (total % NMBL_INITRD_ALIGN && i + 1 < n) {
@@ -123,19 +160,43 @@ static int open_initrds(const struct nmbl_ctx *ctx, const char *const *initrds,
 			total += pad;
 		}
 	}
-	nmbl_dbg(ctx, "concatenated %zu initrds, %llu bytes", n,
+	nmbl_dbg(ctx, "initrd of %zu parts, %llu bytes", n,
 		 (unsigned long long)total);
 	*ret_fd = out;
 	out = -1;
 	return 0;
 }
 
+static void image_unrefp(struct nmbl_image **img)
+{
+	nmbl_image_unref(*img);
+}
+
+/* A UKI's .cmdline, without the NUL or newline some builders leave. */
+static char *uki_cmdline(const struct nmbl_image *img)
+{
+	const void *data;
+	size_t len;
+
+	if (nmbl_image_section_data(img, ".cmdline", &data, &len) < 0)
+		return strdup("");
+	len = strnlen(data, len);
+	while (len > 0 && (((const char *)data)[len - 1] == '\n' ||
+			   ((const char *)data)[len - 1] == ' '))
+		len--;
+	return strndup(data, len);
+}
+
 NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 			  const char *const *initrds, size_t n_initrds,
 			  const char *cmdline)
 {
+	__attribute__((cleanup(image_unrefp))) struct nmbl_image *img = NULL;
 	_cleanup_close_ int kernel_fd = -1, initrd_fd = -1;
+	_cleanup_free_ struct part *parts = NULL;
+	_cleanup_free_ char *own_cmdline = NULL;
 	unsigned long flags = 0;
+	size_t n_parts = 0, max;
 	off_t size;
 	int r;
 
@@ -143,18 +204,65 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 		return -EINVAL;
 	if (!cmdline)
 		cmdline = "";
-	kernel_fd = open_regular(kernel, &size);
-	if (kernel_fd < 0)
-		return kernel_fd;
-	if (n_initrds > 0) {
-		r = open_initrds(ctx, initrds, n_initrds, &initrd_fd);
+	parts = calloc(n_initrds + 2, sizeof(*parts));
+	if (!parts)
+		return -ENOMEM;
+
+	/* What is not PE at all is left to the kernel to refuse. */
+	r = nmbl_image_new_from_file(ctx, kernel, &img);
+	if (r < 0 && r != -ENOEXEC)
+		return r;
+
+	if (img && nmbl_image_get_type(img) == NMBL_IMAGE_UKI) {
+		const void *data;
+		size_t len;
+
+		r = nmbl_image_section_data(img, ".linux", &data, &len);
+		if (r < 0)
+			return r;
+		r = memfd_of("nmbl-uki-linux", data, len, &kernel_fd);
+		if (r < 0)
+			return r;
+		/* Microcode must come first in the initrd, as the stub does. */
+		if (nmbl_image_section_data(img, ".ucode", &data, &len) == 0)
+			parts[n_parts++] = (struct part){ .data = data, .len = len };
+		if (nmbl_image_section_data(img, ".initrd", &data, &len) == 0)
+			parts[n_parts++] = (struct part){ .data = data, .len = len };
+		/* Under Secure Boot the signed .cmdline wins over the entry's
+		 * options, as systemd-stub decides. */
+		if (nmbl_get_secure_boot(ctx) == 1 || !*cmdline) {
+			own_cmdline = uki_cmdline(img);
+			if (!own_cmdline)
+				return -ENOMEM;
+			if (*cmdline)
+				nmbl_notice(ctx, "Secure Boot: using the UKI's own command line, not '%s'",
+					    cmdline);
+			cmdline = own_cmdline;
+		}
+	} else {
+		kernel_fd = open_regular(kernel, &size);
+		if (kernel_fd < 0)
+			return kernel_fd;
+	}
+
+	max = img ? nmbl_image_get_cmdline_max(img) : 0;
+	if (max && strlen(cmdline) > max) {
+		nmbl_dbg(ctx, "command line of %zu bytes, the kernel takes %zu",
+			 strlen(cmdline), max);
+		return -E2BIG;
+	}
+
+	for (size_t i = 0; i < n_initrds; i++)
+		parts[n_parts++] = (struct part){ .path = initrds[i] };
+	if (n_parts > 0) {
+		r = open_initrd(ctx, parts, n_parts, &initrd_fd);
 		if (r < 0)
 			return r;
 	} else {
 		flags |= KEXEC_FILE_NO_INITRAMFS;
 	}
 	nmbl_info(ctx, "kexec_file_load kernel='%s' initrds=%zu cmdline='%s'",
-		  kernel, n_initrds, cmdline);
+		  kernel, n_parts, cmdline);
 	return nmbl_sys_kexec_file_load(kernel_fd, initrd_fd, cmdline, flags);
 }
 

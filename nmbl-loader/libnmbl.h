@@ -52,6 +52,10 @@ int nmbl_umount_all(struct nmbl_ctx *ctx);
  * Load KERNEL with N_INITRDS initrds (concatenated in order, each padded
  * to 4 bytes as GRUB does) and CMDLINE through kexec_file_load(2), which
  * checks the kernel's signature when the running kernel requires it.
+ * A UKI is split as systemd-stub would: its .linux is the kernel, its
+ * .ucode and .initrd come before the initrds given, and its .cmdline is
+ * used unless Secure Boot is off and CMDLINE is not empty.  -E2BIG when
+ * the command line is longer than the kernel takes.
  */
 int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 	      const char *const *initrds, size_t n_initrds,
@@ -72,6 +76,34 @@ enum nmbl_lockdown {
 };
 int nmbl_get_lockdown(struct nmbl_ctx *ctx, enum nmbl_lockdown *ret);
 const char *nmbl_lockdown_to_string(enum nmbl_lockdown lockdown);
+
+/*
+ * A kernel image, a UKI or another EFI program, parsed (bounds-checked)
+ * from a file.  -ENOEXEC when the file is not a PE image at all.
+ */
+struct nmbl_image;
+enum nmbl_image_type {
+	NMBL_IMAGE_LINUX, /* a Linux kernel with its EFI stub (bzImage) */
+	NMBL_IMAGE_UKI,   /* a Unified Kernel Image: stub + .linux + ... */
+	NMBL_IMAGE_EFI,   /* any other EFI program */
+};
+int nmbl_image_new_from_file(struct nmbl_ctx *ctx, const char *path,
+			     struct nmbl_image **ret);
+struct nmbl_image *nmbl_image_ref(struct nmbl_image *img);
+struct nmbl_image *nmbl_image_unref(struct nmbl_image *img);
+enum nmbl_image_type nmbl_image_get_type(const struct nmbl_image *img);
+const char *nmbl_image_type_to_string(enum nmbl_image_type type);
+/* The kernel's version string ("6.1.0-57-amd64 (...) #1 SMP ..."), or NULL. */
+const char *nmbl_image_get_version(const struct nmbl_image *img);
+/* The longest command line the kernel takes, without the NUL; 0 unknown. */
+size_t nmbl_image_get_cmdline_max(const struct nmbl_image *img);
+/* 1 when a section or the signature lies past the end of the file. */
+int nmbl_image_get_truncated(const struct nmbl_image *img);
+/* 1 when the image carries Authenticode signatures. */
+int nmbl_image_get_signed(const struct nmbl_image *img);
+size_t nmbl_image_get_n_sections(const struct nmbl_image *img);
+int nmbl_image_get_section(const struct nmbl_image *img, size_t i,
+			   char ret_name[9], uint64_t *ret_size);
 
 /* 1 enabled, 0 disabled; -ENOENT when the machine did not boot with EFI. */
 int nmbl_get_secure_boot(struct nmbl_ctx *ctx);

@@ -46,6 +46,40 @@ void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
 /* The file system type whose superblock BUF starts with, or NULL. */
 const char *nmbl_probe_fstype(const void *buf, size_t len);
 
+/* PE/COFF, as far as a UKI and a Linux kernel image need it (pe.c). */
+#define NMBL_PE_MAX_SECTIONS 96
+
+struct nmbl_pe_section {
+	char name[8]; /* NUL-padded, not terminated when 8 long */
+	uint32_t offset;
+	uint32_t size;
+};
+
+struct nmbl_pe {
+	const unsigned char *buf;
+	size_t len;
+	uint16_t machine;
+	size_t n_sections;
+	struct nmbl_pe_section sections[NMBL_PE_MAX_SECTIONS];
+	uint32_t cert_offset, cert_size; /* the security directory */
+	bool truncated; /* a section or the signature lies past the end */
+	bool is_linux;  /* a Linux boot header ("HdrS") */
+	uint16_t linux_protocol;
+	uint32_t linux_cmdline_size;  /* bytes, without the NUL */
+	const char *linux_version;    /* inside buf, NUL-terminated */
+};
+
+/* -ENOEXEC when BUF is not a PE image. */
+int nmbl_pe_parse(const void *buf, size_t len, struct nmbl_pe *ret);
+const struct nmbl_pe_section *nmbl_pe_section(const struct nmbl_pe *pe,
+					      const char *name);
+
+int nmbl_image_new_from_buffer(const void *buf, size_t len,
+			       struct nmbl_image **ret);
+/* A section's bytes, inside the image's mapping; -ENOENT when absent. */
+int nmbl_image_section_data(const struct nmbl_image *img, const char *name,
+			    const void **ret_data, size_t *ret_size);
+
 /* "<root><path>", malloc'ed; NULL when out of memory. */
 char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);
 

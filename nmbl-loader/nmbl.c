@@ -34,6 +34,8 @@ static void usage_main(FILE *f)
 	      "  boot KERNEL ...  load, then exec\n"
 	      "  unload         forget the loaded kernel\n"
 	      "  status         Secure Boot, lockdown, kexec state\n"
+	      "  inspect FILE [--json]\n"
+	      "                 what a kernel image or UKI is and holds\n"
 	      "\n"
 	      "Run 'nmbl VERB --help' for a verb's options.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
@@ -130,6 +132,91 @@ static int do_status(struct nmbl_ctx *ctx)
 	return EXIT_SUCCESS;
 }
 
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
+{
+	struct nmbl_image *img;
+	const char *path = NULL, *version;
+	bool json = false;
+	size_t n;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--help") == 0) {
+			printf("Usage: nmbl inspect FILE [--json]\n"
+			       "Type, kernel version, sections and signature state of a\n"
+			       "kernel image or UKI.\n");
+			return EXIT_SUCCESS;
+		} else if (!path) {
+			path = argv[i];
+		} else {
+			fprintf(stderr, "nmbl inspect: one FILE expected\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (!path) {
+		fprintf(stderr, "nmbl inspect: FILE expected\n");
+		return EXIT_USAGE;
+	}
+	r = nmbl_image_new_from_file(ctx, path, &img);
+	if (r < 0)
+		return fail(path, r);
+	version = nmbl_image_get_version(img);
+	n = nmbl_image_get_n_sections(img);
+	if (json) {
+		printf("{\"type\":\"%s\",\"version\":",
+		       nmbl_image_type_to_string(nmbl_image_get_type(img)));
+		if (version)
+			json_string(version);
+		else
+			fputs("null", stdout);
+		printf(",\"cmdline_max\":%zu,\"signed\":%s,\"truncated\":%s,\"sections\":[",
+		       nmbl_image_get_cmdline_max(img),
+		       nmbl_image_get_signed(img) ? "true" : "false",
+		       nmbl_image_get_truncated(img) ? "true" : "false");
+	} else {
+		printf("type: %s\nversion: %s\ncmdline-max: %zu\nsigned: %s\ntruncated: %s\nsections:\n",
+		       nmbl_image_type_to_string(nmbl_image_get_type(img)),
+		       version ? version : "-", nmbl_image_get_cmdline_max(img),
+		       nmbl_image_get_signed(img) ? "yes" : "no",
+		       nmbl_image_get_truncated(img) ? "yes" : "no");
+	}
+	for (size_t i = 0; i < n; i++) {
+		char name[9];
+		uint64_t size;
+
+		nmbl_image_get_section(img, i, name, &size);
+		if (json) {
+			printf("%s{\"name\":", i ? "," : "");
+			json_string(name);
+			printf(",\"size\":%llu}", (unsigned long long)size);
+		} else {
+			printf("  %-8s %llu\n", name, (unsigned long long)size);
+		}
+	}
+	if (json)
+		puts("]}");
+	nmbl_image_unref(img);
+	return EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	struct nmbl_ctx *ctx;
@@ -157,6 +244,8 @@ int main(int argc, char **argv)
 	argv += argi;
 	if (strcmp(verb, "load") == 0 || strcmp(verb, "boot") == 0) {
 		r = do_load(ctx, argc, argv, verb[0] == 'b');
+	} else if (strcmp(verb, "inspect") == 0) {
+		r = do_inspect(ctx, argc, argv);
 	} else if (strcmp(verb, "exec") == 0 || strcmp(verb, "unload") == 0 ||
 		   strcmp(verb, "status") == 0) {
 		if (want_help(argc, argv)) {

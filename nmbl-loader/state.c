@@ -125,6 +125,8 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 		return "the path is a directory, not a file";
 	case EFBIG:
 		return "the file is too large";
+	case E2BIG:
+		return "the command line is longer than the kernel accepts";
 	case ENXIO:
 		return "no partition of that disk is known to Linux";
 	case ENODEV:

@@ -78,6 +78,47 @@ static void test_load_errors(void)
 	nmbl_unref(ctx);
 }
 
+#define SB_VAR "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+
+static void test_uki_is_split_like_systemd_stub(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	const char *uki = CORPUS "/uki.efi";
+
+	/* Secure Boot: the UKI's signed .cmdline wins over the entry's. */
+	fixture_write(SB_VAR, "\x06\0\0\0\x01", 5);
+	CHECK_INT(nmbl_load(ctx, uki, NULL, 0, "BOOT_IMAGE=/uki.efi rw"), 0);
+	CHECK_STR(fake.kexec_cmdline, "quiet");
+	CHECK(memcmp(fake.kexec_kernel, "MZ", 2) == 0);
+	CHECK_INT(fake.kexec_flags, 0);
+	/* .ucode first, then .initrd, each on a 4-byte boundary. */
+	CHECK_INT(fake.kexec_initrd_len, 8 + 8);
+	CHECK(memcmp(fake.kexec_initrd, "UCODE\0\0\0" "07070100", 16) == 0);
+
+	/* Without Secure Boot the entry's options replace it. */
+	fixture_write(SB_VAR, "\x06\0\0\0\x00", 5);
+	CHECK_INT(nmbl_load(ctx, uki, NULL, 0, "BOOT_IMAGE=/uki.efi rw"), 0);
+	CHECK_STR(fake.kexec_cmdline, "BOOT_IMAGE=/uki.efi rw");
+	CHECK_INT(nmbl_load(ctx, uki, NULL, 0, ""), 0);
+	CHECK_STR(fake.kexec_cmdline, "quiet");
+	nmbl_unref(ctx);
+}
+
+static void test_cmdline_longer_than_the_kernel_takes(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	char *cmdline = malloc(2049);
+
+	memset(cmdline, 'x', 2048);
+	cmdline[2048] = '\0';
+	CHECK_INT(nmbl_load(ctx, CORPUS "/kernel.efi", NULL, 0, cmdline), -E2BIG);
+	CHECK_STR(fake.calls, "");
+	cmdline[2047] = '\0';
+	CHECK_INT(nmbl_load(ctx, CORPUS "/kernel.efi", NULL, 0, cmdline), 0);
+	free(cmdline);
+	nmbl_unref(ctx);
+}
+
 static void test_unload(void)
 {
 	struct nmbl_ctx *ctx = setup();
@@ -131,6 +172,8 @@ int main(void)
 		test_load_concatenates_initrds_like_grub,
 		test_load_single_initrd_and_none,
 		test_load_errors,
+		test_uki_is_split_like_systemd_stub,
+		test_cmdline_longer_than_the_kernel_takes,
 		test_unload,
 		test_exec_without_systemd_unmounts_then_reboots,
 		test_exec_through_systemd,
