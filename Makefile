@@ -28,11 +28,12 @@ GRUB_OBJ = $(BUILD)/grub/obj
 
 # Packages (Debian 12 names) that building and testing need.
 DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
-	pkg-config python3 patch xz-utils zstd cpio kmod binutils openssl \
+	pkg-config python3 patch xz-utils libssl-dev zstd cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs fdisk kexec-tools efitools shellcheck
 
-LIB_SRCS = ctx.c image.c kexec.c mount.c pe.c state.c sys.c
+LIB_SRCS = ctx.c image.c kexec.c mount.c pe.c sign.c state.c sys.c
+LIBS_NMBL = -lcrypto
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/grub-emu
@@ -53,11 +54,11 @@ $(BUILD)/libnmbl.a: $(LIB_OBJS)
 
 $(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl.sym
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libnmbl.so.1 \
-		-Wl,--version-script=nmbl-loader/libnmbl.sym -o $@ $(LIB_OBJS)
+		-Wl,--version-script=nmbl-loader/libnmbl.sym -o $@ $(LIB_OBJS) $(LIBS_NMBL)
 
 # Linked statically so the initramfs needs no extra library.
 $(BUILD)/nmbl: $(BUILD)/nmbl-loader/nmbl.o $(BUILD)/libnmbl.a
-	$(CC) $(CFLAGS) -o $@ $^
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_NMBL)
 
 -include $(wildcard $(BUILD)/nmbl-loader/*.d)
 
@@ -76,7 +77,7 @@ $(BUILD)/unit/obj/%.o: test/unit/%.c
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -Itest/unit \
 		-DCORPUS='"$(abspath test/fuzz/corpus/pe)"' -MMD -MP -c -o $@ $<
 $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
-	$(CC) $(SANITIZE) -o $@ $^
+	$(CC) $(SANITIZE) -o $@ $^ $(LIBS_NMBL)
 
 -include $(wildcard $(BUILD)/unit/obj/*.d)
 
@@ -90,7 +91,7 @@ $(BUILD)/unit/obj/replay-%.o: test/fuzz/replay.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -DCORPUS='"$(abspath test/fuzz/corpus/$*)"' -c -o $@ $<
 $(BUILD)/unit/test-fuzz-%: $(BUILD)/unit/obj/fuzz-%.o $(BUILD)/unit/obj/replay-%.o $(UNIT_OBJS)
-	$(CC) $(SANITIZE) -o $@ $^
+	$(CC) $(SANITIZE) -o $@ $^ $(LIBS_NMBL)
 
 # libFuzzer proper, for a bounded time per fuzzer (FUZZ_SECONDS), with clang.
 FUZZ_SECONDS ?= 60
@@ -100,7 +101,8 @@ fuzz:
 	set -e; for f in $(FUZZERS); do \
 		clang -O1 -g $(NMBL_CFLAGS) -fsanitize=fuzzer,address,undefined \
 			-o $(BUILD)/fuzz/fuzz-$$f test/fuzz/fuzz-$$f.c \
-			$(patsubst %,nmbl-loader/%,$(filter-out sys.c,$(LIB_SRCS))) test/unit/fake-sys.c; \
+			$(patsubst %,nmbl-loader/%,$(filter-out sys.c,$(LIB_SRCS))) test/unit/fake-sys.c \
+			$(LIBS_NMBL); \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
 		$(BUILD)/fuzz/fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
 			$(BUILD)/fuzz/corpus-$$f test/fuzz/corpus/$$f; \
@@ -134,14 +136,17 @@ $(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched
 # Only grub-emu is needed, not GRUB's utilities: build just its inputs.
 # libnmbl is linked in through LIBS, which GRUB's makefiles do not track;
 # the emu linux module is a partial link that takes libnmbl in too, so both
-# are removed whenever libnmbl changes.
+# are removed whenever libnmbl changes.  libnmbl's own libraries go in
+# LIBUTIL, which only the final link uses: a partial link would copy them
+# in statically, next to GRUB's own crypto.
 $(BUILD)/grub-emu: $(GRUB_OBJ)/config.status $(BUILD)/libnmbl.a
 	$(MAKE) -C $(GRUB_OBJ)/grub-core/lib/gnulib
 	# Generated headers first: only GRUB's "all" would make them in order.
 	printf 'nmbl-built-sources: $$(BUILT_SOURCES)\n' | \
 		$(MAKE) -C $(GRUB_OBJ)/grub-core -f Makefile -f - nmbl-built-sources
 	rm -f $(GRUB_OBJ)/grub-core/grub-emu $(GRUB_OBJ)/grub-core/linux.module
-	$(MAKE) -C $(GRUB_OBJ)/grub-core grub-emu LIBS="$(abspath $(BUILD)/libnmbl.a)"
+	$(MAKE) -C $(GRUB_OBJ)/grub-core grub-emu \
+		LIBS="$(abspath $(BUILD)/libnmbl.a)" LIBUTIL="$(LIBS_NMBL)"
 	cp $(GRUB_OBJ)/grub-core/grub-emu $@
 
 # --- the nmbl UKI ---------------------------------------------------------------
@@ -207,13 +212,20 @@ $(T)/vmlinuz-test: $(BUILD)/kernel/kver test/target/resign-kernel $(SIGN_KEY) $(
 	@mkdir -p $(@D)
 	test/target/resign-kernel $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $(SIGN_KEY) $(SIGN_CERT) $@
 
+# Kernels that must be refused, each for its own reason.
+$(T)/vmlinuz-unsigned: $(BUILD)/kernel/kver test/target/unsign-kernel
+	@mkdir -p $(@D)
+	test/target/unsign-kernel $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $@
+$(T)/vmlinuz-truncated: $(T)/vmlinuz-test
+	head -c $$(( $$(stat -c %s $<) / 2 )) $< > $@
+
 # A second initrd for an entry to list after the target's own.
 $(T)/marker.img: test/target/mkmarker-initrd
 	@mkdir -p $(@D)
 	test/target/mkmarker-initrd second-initrd $@
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
-	$(T)/vmlinuz-test $(T)/marker.img
+	$(T)/vmlinuz-test $(T)/marker.img $(T)/vmlinuz-unsigned $(T)/vmlinuz-truncated
 
 # --- the two commands -------------------------------------------------------
 

@@ -103,23 +103,13 @@ char *nmbl_path(const struct nmbl_ctx *ctx, const char *path)
 	return p;
 }
 
-int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
-		    size_t size)
+ssize_t nmbl_read_full(int fd, void *buf, size_t size)
 {
-	_cleanup_free_ char *p = nmbl_path(ctx, path);
-	_cleanup_close_ int fd = -1;
 	size_t len = 0;
-	ssize_t n;
 
-	if (!p)
-		return -ENOMEM;
-	if (size == 0)
-		return -EINVAL;
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		n = read(fd, buf + len, size - len);
+	while (len < size) {
+		ssize_t n = read(fd, (char *)buf + len, size - len);
+
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -128,11 +118,71 @@ int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
 		if (n == 0)
 			break;
 		len += (size_t)n;
-		if (len == size)
-			return -EFBIG;
 	}
+	return (ssize_t)len;
+}
+
+int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
+		    size_t size)
+{
+	_cleanup_free_ char *p = nmbl_path(ctx, path);
+	_cleanup_close_ int fd = -1;
+	ssize_t len;
+
+	if (!p)
+		return -ENOMEM;
+	if (size == 0)
+		return -EINVAL;
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	len = nmbl_read_full(fd, buf, size);
+	if (len < 0)
+		return (int)len;
+	if ((size_t)len == size)
+		return -EFBIG;
 	buf[len] = '\0';
 	if (len > 0 && buf[len - 1] == '\n')
 		buf[len - 1] = '\0';
 	return (int)len;
+}
+
+int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
+		   char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *p = nmbl_path(ctx, path), *buf = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t len = 0, size = 0;
+
+	if (!p)
+		return -ENOMEM;
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	/* Files in /proc tell no size: grow until end of file. */
+	for (;;) {
+		ssize_t n;
+		char *b;
+
+		if (size > max)
+			return -EFBIG;
+		size = size ? size * 2 : 4096;
+		b = realloc(buf, size + 1);
+		if (!b)
+			return -ENOMEM;
+		buf = b;
+		n = nmbl_read_full(fd, buf + len, size - len);
+		if (n < 0)
+			return (int)n;
+		len += (size_t)n;
+		if (len < size)
+			break;
+	}
+	if (len > max)
+		return -EFBIG;
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
 }

@@ -145,6 +145,13 @@ static const struct nmbl_pe *kernel_pe(const struct nmbl_image *img)
 	return NULL;
 }
 
+const struct nmbl_pe *nmbl_image_signing_pe(const struct nmbl_image *img)
+{
+	const struct nmbl_pe *k = kernel_pe(img);
+
+	return k ? k : &img->pe;
+}
+
 NMBL_EXPORT const char *nmbl_image_get_version(const struct nmbl_image *img)
 {
 	const struct nmbl_pe *k = kernel_pe(img);

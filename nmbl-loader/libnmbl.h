@@ -107,9 +107,20 @@ int nmbl_image_get_section(const struct nmbl_image *img, size_t i,
 
 /* 1 enabled, 0 disabled; -ENOENT when the machine did not boot with EFI. */
 int nmbl_get_secure_boot(struct nmbl_ctx *ctx);
+/* 1 when the firmware has no platform key (anyone may enroll keys). */
+int nmbl_get_setup_mode(struct nmbl_ctx *ctx);
 
 /* 1 when a kernel is loaded for kexec, 0 when not. */
 int nmbl_get_kexec_loaded(struct nmbl_ctx *ctx);
+
+/*
+ * Why the running kernel refused KERNEL when nmbl_load() returned ERR:
+ * who signed it (or that nobody did, or that it is truncated), which keys
+ * the running kernel trusts for kexec, and how to fix it.  Several lines
+ * of text for a person, malloc'ed; complements nmbl_strerror().
+ */
+int nmbl_explain_refusal(struct nmbl_ctx *ctx, const char *kernel, int err,
+			 char **ret);
 
 /*
  * One sentence saying why nmbl_load() (or another nmbl call) failed with

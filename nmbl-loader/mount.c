@@ -122,7 +122,7 @@ static int probe_device(const struct nmbl_ctx *ctx, const char *dev,
 {
 	_cleanup_free_ unsigned char *buf = NULL;
 	_cleanup_close_ int fd = -1;
-	size_t len = 0;
+	ssize_t len;
 
 	buf = malloc(NMBL_PROBE_SIZE);
 	if (!buf)
@@ -130,19 +130,10 @@ static int probe_device(const struct nmbl_ctx *ctx, const char *dev,
 	fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	while (len < NMBL_PROBE_SIZE) {
-		ssize_t n = pread(fd, buf + len, NMBL_PROBE_SIZE - len, (off_t)len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret_fstype = nmbl_probe_fstype(buf, len);
+	len = nmbl_read_full(fd, buf, NMBL_PROBE_SIZE);
+	if (len < 0)
+		return (int)len;
+	*ret_fstype = nmbl_probe_fstype(buf, (size_t)len);
 	nmbl_dbg(ctx, "%s: %s", dev, *ret_fstype ? *ret_fstype : "unknown file system");
 	return 0;
 }

@@ -76,12 +76,28 @@ const struct nmbl_pe_section *nmbl_pe_section(const struct nmbl_pe *pe,
 
 int nmbl_image_new_from_buffer(const void *buf, size_t len,
 			       struct nmbl_image **ret);
+/* The PE whose signature kexec checks: the kernel itself, or a UKI's .linux. */
+const struct nmbl_pe *nmbl_image_signing_pe(const struct nmbl_image *img);
+/* The signers of PE's Authenticode signatures, as one line (sign.c). */
+int nmbl_pe_signers(const struct nmbl_pe *pe, char **ret);
+
 /* A section's bytes, inside the image's mapping; -ENOENT when absent. */
 int nmbl_image_section_data(const struct nmbl_image *img, const char *name,
 			    const void **ret_data, size_t *ret_size);
 
 /* "<root><path>", malloc'ed; NULL when out of memory. */
 char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);
+
+/* read(2) until SIZE bytes or end of file; the count read, or -errno. */
+ssize_t nmbl_read_full(int fd, void *buf, size_t size);
+
+/* /proc/keys of a machine with many keys stays far below this. */
+#define NMBL_PROC_KEYS_MAX (1024 * 1024)
+
+/* Read a whole file below the context's root, at most MAX bytes (-EFBIG
+ * beyond), NUL-terminated, into a malloc'ed buffer. */
+int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
+		   char **ret, size_t *ret_len);
 
 /*
  * Read a small text file below the context's root into BUF, NUL-terminated,
@@ -124,5 +140,8 @@ int nmbl_sys_mount(const char *source, const char *target,
 int nmbl_sys_umount(const char *target);
 int nmbl_sys_reboot_kexec(void);
 int nmbl_sys_systemctl_kexec(void);
+/* Read-only, but the kernel's keyrings are no file a test can fake. */
+long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len);
+int nmbl_sys_key_describe(int32_t key, char *buf, size_t len);
 
 #endif

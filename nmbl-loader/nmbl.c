@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/utsname.h>
 
 #include "libnmbl.h"
 
@@ -21,6 +22,8 @@ struct load_args {
 	const char **initrds;
 	size_t n_initrds;
 	const char *cmdline;
+	bool reuse_cmdline;
+	const char *append;
 };
 
 static void usage_main(FILE *f)
@@ -28,12 +31,13 @@ static void usage_main(FILE *f)
 	fputs("Usage: nmbl [--verbose] VERB [ARGS]\n"
 	      "\n"
 	      "Verbs:\n"
-	      "  load KERNEL [--initrd FILE]... [--cmdline TEXT]\n"
+	      "  load KERNEL [--initrd FILE]... [--cmdline TEXT | --reuse-cmdline]\n"
+	      "       [--append TEXT]\n"
 	      "                 load a kernel with kexec_file_load\n"
 	      "  exec           boot the loaded kernel\n"
 	      "  boot KERNEL ...  load, then exec\n"
 	      "  unload         forget the loaded kernel\n"
-	      "  status         Secure Boot, lockdown, kexec state\n"
+	      "  status [--json]  Secure Boot, Setup Mode, lockdown, kexec state\n"
 	      "  inspect FILE [--json]\n"
 	      "                 what a kernel image or UKI is and holds\n"
 	      "\n"
@@ -54,6 +58,8 @@ static int parse_load(int argc, char **argv, const char *verb,
 	static const struct option opts[] = {
 		{ "initrd", required_argument, NULL, 'i' },
 		{ "cmdline", required_argument, NULL, 'c' },
+		{ "reuse-cmdline", no_argument, NULL, 'r' },
+		{ "append", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -63,7 +69,7 @@ static int parse_load(int argc, char **argv, const char *verb,
 	a.initrds = calloc((size_t)argc, sizeof(*a.initrds));
 	if (!a.initrds)
 		return -ENOMEM;
-	while ((c = getopt_long(argc, argv, "+i:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:c:ra:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			a.initrds[a.n_initrds++] = optarg;
@@ -71,11 +77,21 @@ static int parse_load(int argc, char **argv, const char *verb,
 		case 'c':
 			a.cmdline = optarg;
 			break;
+		case 'r':
+			a.reuse_cmdline = true;
+			break;
+		case 'a':
+			a.append = optarg;
+			break;
 		case 'h':
 			printf("Usage: nmbl %s KERNEL [--initrd FILE]... "
-			       "[--cmdline TEXT]\n"
-			       "Several --initrd are concatenated in order.\n",
-			       verb);
+			       "[--cmdline TEXT | --reuse-cmdline] [--append TEXT]\n"
+			       "Load KERNEL (a kernel image or a UKI) with kexec_file_load%s.\n"
+			       "  --initrd FILE     an initrd; several are concatenated in order\n"
+			       "  --cmdline TEXT    the new kernel's command line\n"
+			       "  --reuse-cmdline   the running kernel's, without BOOT_IMAGE=\n"
+			       "  --append TEXT     added to the command line\n",
+			       verb, verb[0] == 'b' ? ", then boot it" : "");
 			free(a.initrds);
 			exit(EXIT_SUCCESS);
 		default:
@@ -85,6 +101,12 @@ static int parse_load(int argc, char **argv, const char *verb,
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr, "nmbl %s: exactly one KERNEL expected\n", verb);
+		free(a.initrds);
+		return -EINVAL;
+	}
+	if (a.reuse_cmdline && *a.cmdline) {
+		fprintf(stderr, "nmbl %s: --cmdline and --reuse-cmdline exclude each other\n",
+			verb);
 		free(a.initrds);
 		return -EINVAL;
 	}
@@ -99,36 +121,114 @@ static bool want_help(int argc, char **argv)
 			    strcmp(argv[1], "-h") == 0);
 }
 
+/* The running kernel's command line, less the image it was booted from. */
+static char *running_cmdline(void)
+{
+	char buf[8192], *out, *p, *save = NULL;
+	size_t len = 0;
+	FILE *f = fopen("/proc/cmdline", "re");
+
+	if (!f)
+		return NULL;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	out = calloc(1, strlen(buf) + 1);
+	if (!out)
+		return NULL;
+	for (p = strtok_r(buf, " \n", &save); p; p = strtok_r(NULL, " \n", &save)) {
+		if (strncmp(p, "BOOT_IMAGE=", 11) == 0)
+			continue;
+		len += (size_t)sprintf(out + len, "%s%s", len ? " " : "", p);
+	}
+	return out;
+}
+
 static int do_load(struct nmbl_ctx *ctx, int argc, char **argv, bool boot)
 {
 	struct load_args a;
+	char *cmdline = NULL;
 	int r;
 
 	if (parse_load(argc, argv, boot ? "boot" : "load", &a) < 0)
 		return EXIT_USAGE;
+	if (a.reuse_cmdline) {
+		cmdline = running_cmdline();
+		if (!cmdline) {
+			free(a.initrds);
+			return fail("/proc/cmdline", -errno);
+		}
+		a.cmdline = cmdline;
+	}
+	if (a.append) {
+		char *joined;
+
+		if (asprintf(&joined, "%s%s%s", a.cmdline, *a.cmdline ? " " : "",
+			     a.append) < 0) {
+			free(cmdline);
+			free(a.initrds);
+			return fail("append", -ENOMEM);
+		}
+		free(cmdline);
+		a.cmdline = cmdline = joined;
+	}
 	r = nmbl_load(ctx, a.kernel, a.initrds, a.n_initrds, a.cmdline);
+	free(cmdline);
 	free(a.initrds);
-	if (r < 0)
-		return fail(a.kernel, r);
+	if (r < 0) {
+		char *why = NULL;
+
+		fail(a.kernel, r);
+		if (nmbl_explain_refusal(ctx, a.kernel, r, &why) == 0)
+			fputs(why, stderr);
+		free(why);
+		return EXIT_FAILURE;
+	}
 	if (!boot)
 		return EXIT_SUCCESS;
 	r = nmbl_exec(ctx);
 	return fail("exec", r);
 }
 
-static int do_status(struct nmbl_ctx *ctx)
+static void json_string(const char *s);
+
+static const char *tristate(int v, const char *yes, const char *no, bool json)
+{
+	if (v < 0)
+		return json ? "null" : "unknown";
+	return v ? yes : no;
+}
+
+static int do_status(struct nmbl_ctx *ctx, bool json)
 {
 	enum nmbl_lockdown lockdown;
-	int sb, loaded, r;
+	const char *ld;
+	struct utsname u;
+	int sb, setup, loaded;
 
 	sb = nmbl_get_secure_boot(ctx);
-	printf("secure-boot: %s\n", sb < 0 ? "unknown" : sb ? "enabled" : "disabled");
-	r = nmbl_get_lockdown(ctx, &lockdown);
-	printf("lockdown: %s\n",
-	       r < 0 ? "unknown" : nmbl_lockdown_to_string(lockdown));
+	setup = nmbl_get_setup_mode(ctx);
+	ld = nmbl_get_lockdown(ctx, &lockdown) < 0 ? NULL : nmbl_lockdown_to_string(lockdown);
 	loaded = nmbl_get_kexec_loaded(ctx);
-	printf("kexec-loaded: %s\n",
-	       loaded < 0 ? "unknown" : loaded ? "yes" : "no");
+	if (uname(&u) < 0)
+		u.release[0] = '\0';
+	if (json) {
+		printf("{\"secure_boot\":%s,\"setup_mode\":%s,\"lockdown\":",
+		       tristate(sb, "true", "false", true), tristate(setup, "true", "false", true));
+		if (ld)
+			json_string(ld);
+		else
+			fputs("null", stdout);
+		printf(",\"kexec_loaded\":%s,\"kernel\":", tristate(loaded, "true", "false", true));
+		json_string(u.release);
+		puts("}");
+		return EXIT_SUCCESS;
+	}
+	printf("secure-boot: %s\n", tristate(sb, "enabled", "disabled", false));
+	printf("setup-mode: %s\n", tristate(setup, "yes", "no", false));
+	printf("lockdown: %s\n", ld ? ld : "unknown");
+	printf("kexec-loaded: %s\n", tristate(loaded, "yes", "no", false));
+	printf("kernel: %s\n", u.release);
 	return EXIT_SUCCESS;
 }
 
@@ -246,16 +346,29 @@ int main(int argc, char **argv)
 		r = do_load(ctx, argc, argv, verb[0] == 'b');
 	} else if (strcmp(verb, "inspect") == 0) {
 		r = do_inspect(ctx, argc, argv);
-	} else if (strcmp(verb, "exec") == 0 || strcmp(verb, "unload") == 0 ||
-		   strcmp(verb, "status") == 0) {
+	} else if (strcmp(verb, "status") == 0) {
+		bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+
 		if (want_help(argc, argv)) {
-			printf("Usage: nmbl %s\n", verb);
+			printf("Usage: nmbl status [--json]\n"
+			       "Secure Boot, Setup Mode, lockdown, whether a kernel is loaded\n"
+			       "for kexec, and the running kernel.\n");
+			r = EXIT_SUCCESS;
+		} else if (argc > 2 || (argc == 2 && !json)) {
+			fprintf(stderr, "nmbl status: only --json expected\n");
+			r = EXIT_USAGE;
+		} else {
+			r = do_status(ctx, json);
+		}
+	} else if (strcmp(verb, "exec") == 0 || strcmp(verb, "unload") == 0) {
+		if (want_help(argc, argv)) {
+			printf("Usage: nmbl %s\n%s\n", verb,
+			       verb[0] == 'e' ? "Boot the kernel loaded for kexec (through systemd when it is PID 1)."
+					      : "Forget the kernel loaded for kexec.");
 			r = EXIT_SUCCESS;
 		} else if (argc != 1) {
 			fprintf(stderr, "nmbl %s: no arguments expected\n", verb);
 			r = EXIT_USAGE;
-		} else if (verb[0] == 's') {
-			r = do_status(ctx);
 		} else {
 			int k = verb[0] == 'e' ? nmbl_exec(ctx) : nmbl_unload(ctx);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "nmbl-private.h"
@@ -55,8 +56,9 @@ NMBL_EXPORT const char *nmbl_lockdown_to_string(enum nmbl_lockdown lockdown)
 	return NULL;
 }
 
-/* An EFI variable file is a 4-byte attribute word, then the data. */
-NMBL_EXPORT int nmbl_get_secure_boot(struct nmbl_ctx *ctx)
+/* A one-byte boolean EFI global variable.  efivarfs gives a 4-byte
+ * attribute word, then the data. */
+static int efi_global_bool(struct nmbl_ctx *ctx, const char *name)
 {
 	_cleanup_free_ char *path = NULL;
 	unsigned char buf[8];
@@ -65,8 +67,7 @@ NMBL_EXPORT int nmbl_get_secure_boot(struct nmbl_ctx *ctx)
 
 	if (!ctx)
 		return -EINVAL;
-	path = nmbl_path(ctx, EFIVARS "SecureBoot-" EFI_GLOBAL_GUID);
-	if (!path)
+	if (asprintf(&path, "%s" EFIVARS "%s-" EFI_GLOBAL_GUID, ctx->root, name) < 0)
 		return -ENOMEM;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -75,9 +76,19 @@ NMBL_EXPORT int nmbl_get_secure_boot(struct nmbl_ctx *ctx)
 	close(fd);
 	if (n < 0)
 		return -errno;
-	if (n != 5)
+	if (n != 5 || buf[4] > 1)
 		return -EBADMSG;
-	return buf[4] == 1;
+	return buf[4];
+}
+
+NMBL_EXPORT int nmbl_get_secure_boot(struct nmbl_ctx *ctx)
+{
+	return efi_global_bool(ctx, "SecureBoot");
+}
+
+NMBL_EXPORT int nmbl_get_setup_mode(struct nmbl_ctx *ctx)
+{
+	return efi_global_bool(ctx, "SetupMode");
 }
 
 NMBL_EXPORT int nmbl_get_kexec_loaded(struct nmbl_ctx *ctx)

@@ -3,6 +3,7 @@
  * The real side of the seam (nmbl-private.h).  Nothing else in libnmbl
  * makes a call that changes the machine.
  */
+#include <linux/keyctl.h>
 #include <linux/reboot.h>
 #include <spawn.h>
 #include <string.h>
@@ -61,5 +62,23 @@ int nmbl_sys_systemctl_kexec(void)
 			return -errno;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -EIO;
+	return 0;
+}
+
+long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len)
+{
+	long n = syscall(SYS_keyctl, KEYCTL_READ, keyring, buf, len);
+
+	return n < 0 ? -errno : n;
+}
+
+int nmbl_sys_key_describe(int32_t key, char *buf, size_t len)
+{
+	long n = syscall(SYS_keyctl, KEYCTL_DESCRIBE, key, buf, len);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n > len)
+		return -ENAMETOOLONG;
 	return 0;
 }

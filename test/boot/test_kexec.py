@@ -3,11 +3,14 @@
 plain grub.cfg and kexecs the chosen entry's kernel."""
 
 import functools
+import os
 import re
 
 from fixture import (BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_UP, VM, build_path,
                      kver, make_disk)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 BOOT_TIMEOUT = 240  # seconds, firmware to target under TCG with room for a busy machine
 
@@ -34,6 +37,30 @@ def words(text):
     return r"\s+".join(re.escape(w) for w in text.split())
 
 
+def refused():
+    """Menu entries 3 and on: a file in /boot, and what the console must say
+    when it is chosen (GRUB's error line, then nmbl's explanation)."""
+    k = kver()
+    return [
+        (f"vmlinuz-{k}.debian", [
+            f"cannot load /vmlinuz-{k}.debian: the kernel is signed by a key this machine "
+            "does not trust",
+            "It is signed by 'Debian Secure Boot Signer 2022 - linux' "
+            "(issued by 'Debian Secure Boot CA').",
+            "The running kernel trusts for kexec:",
+            "mokutil --import"]),
+        ("vmlinuz-unsigned", [
+            "cannot load /vmlinuz-unsigned: the kernel is not signed",
+            "It carries no signature."]),
+        ("vmlinuz-truncated", [
+            "cannot load /vmlinuz-truncated:",
+            "The file is truncated"]),
+        ("notes.txt", [
+            "cannot load /notes.txt: the file is not a Linux kernel that can be booted",
+            "not a PE image"]),
+    ]
+
+
 @functools.cache
 def disk():
     k = kver()
@@ -43,11 +70,15 @@ def disk():
     cfg += entry("Debian GNU/Linux, second entry", f"($root)/vmlinuz-{k}",
                  "nmbl.entry=second quiet",
                  initrd=f"(hd0,gpt2)/initrd.img-{k} ($root)/marker.img")
-    cfg += entry("Debian GNU/Linux, Debian-signed kernel", f"/vmlinuz-{k}.debian",
-                 "nmbl.entry=third")
+    # Kernels nmbl must refuse, each for its own reason.
+    for name, _ in refused():
+        cfg += entry(f"Refused: {name}", f"/{name}", "nmbl.entry=refused")
     return make_disk("kexec", cfg, {
         f"vmlinuz-{k}": build_path("test", "vmlinuz-test"),
         f"vmlinuz-{k}.debian": build_path("kernel", "tree", "boot", f"vmlinuz-{k}"),
+        "vmlinuz-unsigned": build_path("test", "vmlinuz-unsigned"),
+        "vmlinuz-truncated": build_path("test", "vmlinuz-truncated"),
+        "notes.txt": os.path.join(HERE, "..", "..", "README.md"),
         f"initrd.img-{k}": build_path("test", "target-initrd.img"),
         "marker.img": build_path("test", "marker.img"),
     })
@@ -90,17 +121,19 @@ def test_second_entry_chosen_with_arrow_keys():
     assert "NMBL-TARGET-INITRD second-initrd" in log, "the entry's second initrd did not reach the target"
 
 
-def test_untrusted_kernel_refused_then_menu_returns():
-    with VM(disk(), snapshot=True, log_file=build_path("test", "kexec-untrusted.log")) as vm:
+def test_refused_kernels_each_say_why_then_the_menu_returns():
+    """Each refused entry shows its own reason; the menu comes back after
+    each; then an entry that is fine boots."""
+    with VM(disk(), snapshot=True, log_file=build_path("test", "kexec-refused.log")) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
-        vm.send(KEY_DOWN + KEY_DOWN + KEY_ENTER)
-        # GRUB wraps the message at the screen's width.
-        vm.wait_for(words(f"cannot load /vmlinuz-{kver()}.debian: the kernel is signed by a "
-                          "key this machine does not trust"), timeout=BOOT_TIMEOUT, clean=True)
-        vm.wait_for("Press any key to continue", timeout=60, clean=True)
-        vm.send(KEY_ENTER)
-        vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60,
-                    clean=True)
+        for index, (name, reasons) in enumerate(refused(), start=2):
+            vm.send(KEY_HOME + KEY_DOWN * index + KEY_ENTER)
+            for reason in reasons:
+                vm.wait_for(words(reason), timeout=BOOT_TIMEOUT, clean=True)
+            vm.wait_for("Press any key to continue", timeout=60, clean=True)
+            vm.send(KEY_ENTER)
+            vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60,
+                        clean=True)
         vm.send(KEY_HOME + KEY_ENTER)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         vm.wait_exit(timeout=60)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* libFuzzer entry for the PE/UKI parser: the same path a kernel or UKI named
+/* libFuzzer entry for the PE/UKI parser and the Authenticode reader: the same path a kernel or UKI named
  * in grub.cfg takes, from bytes to every getter. */
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (nmbl_image_section_data(img, names[i], &sec, &len) == 0 && len)
 			sum += ((const uint8_t *)sec)[len - 1];
 	sum += nmbl_image_get_cmdline_max(img) + (size_t)nmbl_image_get_truncated(img);
+	/* The Authenticode reader, on whatever the security directory holds. */
+	char *signers = NULL;
+	if (nmbl_pe_signers(nmbl_image_signing_pe(img), &signers) == 0)
+		sum += strlen(signers);
+	free(signers);
 	nmbl_image_unref(img);
 	return sum == (size_t)-1;
 }

@@ -4,7 +4,12 @@
 a Linux kernel (EFI stub + boot header), a UKI holding one, and a signed
 one.  Real kernels are megabytes; the fuzzer needs only their structure.
 
-    test/fuzz/mkseeds.py test/fuzz/corpus/pe
+    test/fuzz/mkseeds.py test/fuzz/corpus/pe [SIGNATURE.der]
+
+SIGNATURE.der, a PKCS#7 SignedData (any content) whose signer certificate it
+carries, becomes the signed seed's Authenticode signature; the committed seed
+was made with Debian's OVMF test certificate ("snakeoil"):
+    openssl smime -sign -binary -nodetach -outform DER -signer CERT -inkey KEY
 """
 
 import os
@@ -50,10 +55,12 @@ def pe(sections, cert=b"", linux_version=None):
     return bytes(image)
 
 
-def main(directory):
+def main(directory, signature=None):
     os.makedirs(directory, exist_ok=True)
     kernel = pe([(".text", b"\x90" * 64)], linux_version="6.1.0-test (nmbl) #1 SMP")
-    win_cert = struct.pack("<IHH", 8 + 16, 0x0200, 0x0002) + b"\x30\x82" + b"\0" * 14
+    pkcs7 = open(signature, "rb").read() if signature else b"\x30\x82" + b"\0" * 14
+    win_cert = struct.pack("<IHH", 8 + len(pkcs7), 0x0200, 0x0002) + pkcs7
+    win_cert += b"\0" * (-len(win_cert) % 8)
     seeds = {
         "kernel.efi": kernel,
         "kernel-signed.efi": pe([(".text", b"\x90" * 64)], cert=win_cert,
@@ -68,4 +75,5 @@ def main(directory):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "pe"))
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "pe"),
+         sys.argv[2] if len(sys.argv) > 2 else None)

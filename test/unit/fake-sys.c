@@ -4,6 +4,7 @@
  * errno a test injected, instead of changing the machine.
  */
 #include <stdarg.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,4 +65,28 @@ int nmbl_sys_systemctl_kexec(void)
 {
 	record("systemctl_kexec;");
 	return fake.systemctl_errno;
+}
+
+long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(fake.keys) / sizeof(fake.keys[0]); i++) {
+		if (!fake.keys[i].description || fake.keys[i].keyring != keyring)
+			continue;
+		if ((n + 1) * sizeof(*buf) <= len)
+			buf[n] = fake.keys[i].id;
+		n++;
+	}
+	return fake.keyring_errno ? fake.keyring_errno : (long)(n * sizeof(*buf));
+}
+
+int nmbl_sys_key_describe(int32_t key, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(fake.keys) / sizeof(fake.keys[0]); i++)
+		if (fake.keys[i].description && fake.keys[i].id == key) {
+			snprintf(buf, len, "asymmetric;0;0;3f010000;%s", fake.keys[i].description);
+			return 0;
+		}
+	return -ENOKEY;
 }

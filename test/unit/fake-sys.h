@@ -3,12 +3,17 @@
 #define NMBL_FAKE_SYS_H
 
 #include <stdio.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct fake_sys {
 	/* Set by the test. */
 	const char *root; /* stripped from recorded paths */
-	int kexec_errno, mount_errno, reboot_errno, systemctl_errno;
+	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno;
+	struct {
+		int32_t keyring, id;
+		const char *description;
+	} keys[8];
 	/* Recorded. */
 	char calls[4096];
 	unsigned long kexec_flags;

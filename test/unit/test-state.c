@@ -51,6 +51,12 @@ static void test_secure_boot(void)
 	CHECK_INT(nmbl_get_secure_boot(ctx), -EBADMSG);
 	fixture_write(SB_VAR, "\x06\0\0\0\x01\x01", 6);
 	CHECK_INT(nmbl_get_secure_boot(ctx), -EBADMSG);
+	fixture_write(SB_VAR, "\x06\0\0\0\x02", 5);
+	CHECK_INT(nmbl_get_secure_boot(ctx), -EBADMSG);
+	CHECK_INT(nmbl_get_setup_mode(ctx), -ENOENT);
+	fixture_write("/sys/firmware/efi/efivars/SetupMode-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+		      "\x06\0\0\0\x01", 5);
+	CHECK_INT(nmbl_get_setup_mode(ctx), 1);
 }
 
 static void test_kexec_loaded(void)
