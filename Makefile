@@ -219,13 +219,25 @@ $(T)/vmlinuz-unsigned: $(BUILD)/kernel/kver test/target/unsign-kernel
 $(T)/vmlinuz-truncated: $(T)/vmlinuz-test
 	head -c $$(( $$(stat -c %s $<) / 2 )) $< > $@
 
-# A second initrd for an entry to list after the target's own.
+# More initrds for an entry to list after the target's own.
 $(T)/marker.img: test/target/mkmarker-initrd
 	@mkdir -p $(@D)
 	test/target/mkmarker-initrd second-initrd $@
+$(T)/marker3.img: test/target/mkmarker-initrd
+	@mkdir -p $(@D)
+	test/target/mkmarker-initrd third-initrd $@
+
+# The target as a UKI, its own kernel signed inside: what a BLS type 2 entry
+# or a linux line naming a .efi boots.
+TARGET_UKI_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=ttyS0,115200 nmbl.entry=uki
+TEST_ROOT_UUID = 7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50
+$(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img dracut/mkuki $(SIGN_KEY) $(SIGN_CERT)
+	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/target-initrd.img \
+		"$(TARGET_UKI_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
-	$(T)/vmlinuz-test $(T)/marker.img $(T)/vmlinuz-unsigned $(T)/vmlinuz-truncated
+	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
+	$(T)/vmlinuz-truncated $(T)/target-uki.efi
 
 # --- the two commands -------------------------------------------------------
 

@@ -213,7 +213,8 @@ NMBL_EXPORT int nmbl_explain_refusal(struct nmbl_ctx *ctx, const char *kernel,
 		return -EINVAL;
 	/* Only a verdict on the image itself has more to say. */
 	if (-err != ENOKEY && -err != EKEYREJECTED && -err != ENODATA &&
-	    -err != EBADMSG && -err != EPERM && -err != ENOEXEC) {
+	    -err != EBADMSG && -err != ELIBBAD && -err != ENOPKG &&
+	    -err != EPERM && -err != ENOEXEC) {
 		text = strdup("");
 		if (!text)
 			return -ENOMEM;

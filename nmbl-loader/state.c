@@ -123,6 +123,12 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 		       "the file was changed or damaged after it was signed";
 	case EBADMSG:
 		return "the kernel's signature is malformed";
+	case ELIBBAD:
+		/* What the kernel's PE parser says of a file cut short. */
+		return "the kernel image is malformed or truncated";
+	case ENOPKG:
+		return "the kernel's signature uses an algorithm the running "
+		       "kernel does not support";
 	case ENOEXEC:
 		return "the file is not a Linux kernel that can be booted "
 		       "(wrong format, or truncated)";

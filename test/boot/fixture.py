@@ -13,7 +13,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 import mkdisk  # noqa: E402
 from vm import VM  # noqa: E402,F401  (re-exported for the tests)
 
-# Fixed ids, so that a grub.cfg can name the file systems before they exist.
+# Fixed ids, so that a grub.cfg can name the file systems before they exist
+# (the Makefile names ROOT_UUID too, in the target UKI's command line).
 BOOT_UUID = "5e1f0c1a-7b2d-4c3e-9f40-b0070b0070b0"
 ROOT_UUID = "7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50"
 

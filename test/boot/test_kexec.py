@@ -53,7 +53,7 @@ def refused():
             "cannot load /vmlinuz-unsigned: the kernel is not signed",
             "It carries no signature."]),
         ("vmlinuz-truncated", [
-            "cannot load /vmlinuz-truncated:",
+            "cannot load /vmlinuz-truncated: the kernel image is malformed or truncated",
             "The file is truncated"]),
         ("notes.txt", [
             "cannot load /notes.txt: the file is not a Linux kernel that can be booted",
@@ -69,7 +69,13 @@ def disk():
     # GRUB's other ways to name a file, and two initrds.
     cfg += entry("Debian GNU/Linux, second entry", f"($root)/vmlinuz-{k}",
                  "nmbl.entry=second quiet",
-                 initrd=f"(hd0,gpt2)/initrd.img-{k} ($root)/marker.img")
+                 initrd=f"(hd0,gpt2)/initrd.img-{k} ($root)/marker.img /marker3.img")
+    # A UKI: under Secure Boot its own signed .cmdline wins over these options.
+    cfg += f"""menuentry 'Target UKI' {{
+	search --no-floppy --fs-uuid --set=root {BOOT_UUID}
+	linux /target-uki.efi nmbl.entry=ignored
+}}
+"""
     # Kernels nmbl must refuse, each for its own reason.
     for name, _ in refused():
         cfg += entry(f"Refused: {name}", f"/{name}", "nmbl.entry=refused")
@@ -81,6 +87,8 @@ def disk():
         "notes.txt": os.path.join(HERE, "..", "..", "README.md"),
         f"initrd.img-{k}": build_path("test", "target-initrd.img"),
         "marker.img": build_path("test", "marker.img"),
+        "marker3.img": build_path("test", "marker3.img"),
+        "target-uki.efi": build_path("test", "target-uki.efi"),
     })
 
 
@@ -118,7 +126,8 @@ def test_second_entry_chosen_with_arrow_keys():
     log, up = boot("kexec-second", KEY_DOWN + KEY_ENTER)
     want = expected_cmdline(f"(hd0,gpt2)/vmlinuz-{kver()}", "nmbl.entry=second quiet")
     assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
-    assert "NMBL-TARGET-INITRD second-initrd" in log, "the entry's second initrd did not reach the target"
+    assert "NMBL-TARGET-INITRD second-initrd third-initrd" in log, \
+        "the entry's second and third initrds did not both reach the target"
 
 
 def test_refused_kernels_each_say_why_then_the_menu_returns():
@@ -126,7 +135,7 @@ def test_refused_kernels_each_say_why_then_the_menu_returns():
     each; then an entry that is fine boots."""
     with VM(disk(), snapshot=True, log_file=build_path("test", "kexec-refused.log")) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
-        for index, (name, reasons) in enumerate(refused(), start=2):
+        for index, (name, reasons) in enumerate(refused(), start=3):
             vm.send(KEY_HOME + KEY_DOWN * index + KEY_ENTER)
             for reason in reasons:
                 vm.wait_for(words(reason), timeout=BOOT_TIMEOUT, clean=True)
@@ -138,4 +147,11 @@ def test_refused_kernels_each_say_why_then_the_menu_returns():
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         vm.wait_exit(timeout=60)
     want = expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first")
+    assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
+
+
+def test_uki_target_boots_with_its_own_cmdline():
+    _, up = boot("kexec-uki", KEY_DOWN * 2 + KEY_ENTER)
+    assert up.group(1) == kver(), f"target runs {up.group(1)}, expected {kver()}"
+    want = f"root=UUID={ROOT_UUID} ro console=ttyS0,115200 nmbl.entry=uki"
     assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"

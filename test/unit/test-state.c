@@ -76,6 +76,7 @@ static void test_strerror_names_the_fault(void)
 	CHECK(strstr(nmbl_strerror(-ENOEXEC), "not a Linux kernel"));
 	CHECK(strstr(nmbl_strerror(-ENOENT), "does not exist"));
 	CHECK(strstr(nmbl_strerror(-EKEYREJECTED), "does not match"));
+	CHECK(strstr(nmbl_strerror(-ELIBBAD), "truncated"));
 	CHECK_STR(nmbl_strerror(-EACCES), strerror(EACCES));
 }
 
