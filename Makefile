@@ -28,12 +28,12 @@ GRUB_OBJ = $(BUILD)/grub/obj
 
 # Packages (Debian 12 names) that building and testing need.
 DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
-	pkg-config python3 patch xz-utils libssl-dev zstd cpio kmod binutils openssl \
+	pkg-config python3 patch xz-utils libssl-dev libkmod-dev zstd cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs fdisk kexec-tools efitools shellcheck
 
-LIB_SRCS = ctx.c image.c kexec.c mount.c pe.c sign.c state.c sys.c
-LIBS_NMBL = -lcrypto
+LIB_SRCS = ctx.c image.c kexec.c modules.c mount.c pe.c sign.c state.c sys.c
+LIBS_NMBL = -lcrypto -lkmod
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/grub-emu
@@ -75,7 +75,11 @@ $(BUILD)/unit/obj/%.o: nmbl-loader/%.c
 $(BUILD)/unit/obj/%.o: test/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -Itest/unit \
-		-DCORPUS='"$(abspath test/fuzz/corpus/pe)"' -MMD -MP -c -o $@ $<
+		-DCORPUS='"$(abspath test/fuzz/corpus/pe)"' \
+		-DKERNEL_MODULES="\"$(abspath $(KERNEL_TREE))/lib/modules/$(KVER_OF)/kernel\"" \
+		-MMD -MP -c -o $@ $<
+# The module tests copy modules of the kernel the build unpacked.
+$(BUILD)/unit/obj/test-modules.o: $(BUILD)/kernel/kver
 $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 	$(CC) $(SANITIZE) -o $@ $^ $(LIBS_NMBL)
 

@@ -49,6 +49,20 @@ int nmbl_mount_partition(struct nmbl_ctx *ctx, const char *disk,
 int nmbl_umount_all(struct nmbl_ctx *ctx);
 
 /*
+ * Load the kernel modules ALIAS names ("fs-ext4", "ext4", a device's
+ * modalias) with their dependencies, as modprobe would, from the running
+ * kernel's /lib/modules below the context's root; blacklisted modules are
+ * left out.  -ENOENT when no module matches.
+ */
+int nmbl_load_module(struct nmbl_ctx *ctx, const char *alias);
+/*
+ * Load the modules of the devices already present on the buses disks and
+ * keyboards hang off (PCI, virtio, USB, SCSI, HID, MMC, platform, ACPI).
+ * Returns how many devices got a module.
+ */
+int nmbl_coldplug(struct nmbl_ctx *ctx);
+
+/*
  * Load KERNEL with N_INITRDS initrds (concatenated in order, each padded
  * to 4 bytes as GRUB does) and CMDLINE through kexec_file_load(2), which
  * checks the kernel's signature when the running kernel requires it.

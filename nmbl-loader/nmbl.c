@@ -38,6 +38,8 @@ static void usage_main(FILE *f)
 	      "  boot KERNEL ...  load, then exec\n"
 	      "  unload         forget the loaded kernel\n"
 	      "  status [--json]  Secure Boot, Setup Mode, lockdown, kexec state\n"
+	      "  modprobe ALIAS...  load kernel modules and their dependencies\n"
+	      "  coldplug       load the modules of present disks and keyboards\n"
 	      "  inspect FILE [--json]\n"
 	      "                 what a kernel image or UKI is and holds\n"
 	      "\n"
@@ -344,6 +346,29 @@ int main(int argc, char **argv)
 	argv += argi;
 	if (strcmp(verb, "load") == 0 || strcmp(verb, "boot") == 0) {
 		r = do_load(ctx, argc, argv, verb[0] == 'b');
+	} else if (strcmp(verb, "modprobe") == 0 || strcmp(verb, "coldplug") == 0) {
+		bool cold = verb[0] == 'c';
+
+		if (want_help(argc, argv)) {
+			printf(cold ? "Usage: nmbl coldplug\nLoad the modules of the disks and keyboards present.\n"
+				    : "Usage: nmbl modprobe ALIAS...\nLoad modules by name or alias (fs-ext4, a modalias), with their dependencies.\n");
+			r = EXIT_SUCCESS;
+		} else if (cold ? argc != 1 : argc < 2) {
+			fprintf(stderr, "nmbl %s: %s\n", verb, cold ? "no arguments expected" : "ALIAS expected");
+			r = EXIT_USAGE;
+		} else if (cold) {
+			int k = nmbl_coldplug(ctx);
+
+			r = k < 0 ? fail(verb, k) : EXIT_SUCCESS;
+		} else {
+			r = EXIT_SUCCESS;
+			for (int i = 1; i < argc; i++) {
+				int k = nmbl_load_module(ctx, argv[i]);
+
+				if (k < 0)
+					r = fail(argv[i], k);
+			}
+		}
 	} else if (strcmp(verb, "inspect") == 0) {
 		r = do_inspect(ctx, argc, argv);
 	} else if (strcmp(verb, "status") == 0) {

@@ -82,3 +82,10 @@ int nmbl_sys_key_describe(int32_t key, char *buf, size_t len)
 		return -ENAMETOOLONG;
 	return 0;
 }
+
+int nmbl_sys_finit_module(int fd, const char *params)
+{
+	if (syscall(SYS_finit_module, fd, params, 0) < 0)
+		return -errno;
+	return 0;
+}

@@ -90,3 +90,20 @@ int nmbl_sys_key_describe(int32_t key, char *buf, size_t len)
 		}
 	return -ENOKEY;
 }
+
+int nmbl_sys_finit_module(int fd, const char *params)
+{
+	char link[64], path[4096];
+	ssize_t n;
+	const char *base;
+
+	(void)params;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0)
+		return -errno;
+	path[n] = '\0';
+	base = strrchr(path, '/');
+	record("insmod %s;", base ? base + 1 : path);
+	return fake.finit_errno;
+}

@@ -9,7 +9,8 @@
 struct fake_sys {
 	/* Set by the test. */
 	const char *root; /* stripped from recorded paths */
-	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno;
+	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno,
+	    finit_errno;
 	struct {
 		int32_t keyring, id;
 		const char *description;

@@ -15,7 +15,7 @@ udevadm settle --timeout=30 || :
 # The menu needs the firmware's variables (grubenv is not enough for
 # fwsetup and Secure Boot state) and the lockdown state.
 if [ -d /sys/firmware/efi ] && ! [ -e /sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c ]; then
-	modprobe -q efivarfs || :
+	nmbl modprobe efivarfs || :
 	mount -t efivarfs -o nosuid,nodev,noexec efivarfs /sys/firmware/efi/efivars || :
 fi
 if ! [ -e /sys/kernel/security/lockdown ]; then

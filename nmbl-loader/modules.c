@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Kernel modules: libkmod resolves an alias ("fs-ext4", a device's
+ * modalias) to modules, their dependencies and soft dependencies, and
+ * honours blacklists; the modules themselves are inserted through nmbl's
+ * seam, so tests see what would be loaded without loading it.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <libkmod.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#include "nmbl-private.h"
+
+/* Deeper than any real dependency chain; a guard against a cycle in a
+ * broken modules.dep. */
+#define NMBL_MODULE_DEPTH_MAX 32
+
+/* The buses whose devices nmbl needs: disks and keyboards. */
+static const char *const coldplug_buses[] = {
+	"pci", "virtio", "usb", "scsi", "hid", "platform", "acpi", "mmc",
+};
+
+static void log_from_kmod(void *data, int priority, const char *file,
+			  int line, const char *fn, const char *format,
+			  va_list args)
+{
+	const struct nmbl_ctx *ctx = data;
+
+	if (ctx->log_priority >= priority)
+		ctx->log_fn(ctx->log_data, priority, file, line, fn, format, args);
+}
+
+static void kmod_unrefp(struct kmod_ctx **k)
+{
+	kmod_unref(*k);
+}
+
+static int open_kmod(struct nmbl_ctx *ctx, struct kmod_ctx **ret)
+{
+	_cleanup_free_ char *dir = NULL, *c1 = NULL, *c2 = NULL, *c3 = NULL, *c4 = NULL;
+	struct utsname u;
+	struct kmod_ctx *k;
+
+	if (uname(&u) < 0)
+		return -errno;
+	if (asprintf(&dir, "%s/lib/modules/%s", ctx->root, u.release) < 0 ||
+	    asprintf(&c1, "%s/etc/modprobe.d", ctx->root) < 0 ||
+	    asprintf(&c2, "%s/run/modprobe.d", ctx->root) < 0 ||
+	    asprintf(&c3, "%s/usr/lib/modprobe.d", ctx->root) < 0 ||
+	    asprintf(&c4, "%s/lib/modprobe.d", ctx->root) < 0)
+		return -ENOMEM;
+	{
+		const char *config[] = { c1, c2, c3, c4, NULL };
+
+		k = kmod_new(dir, config);
+	}
+	if (!k)
+		return -ENOMEM;
+	kmod_set_log_fn(k, log_from_kmod, ctx);
+	kmod_set_log_priority(k, ctx->log_priority);
+	*ret = k;
+	return 0;
+}
+
+static int insert(struct nmbl_ctx *ctx, struct kmod_module *mod, int depth);
+
+/* Loaded (or being loaded, or built in) per the context's /sys/module:
+ * libkmod would look at the real /sys, whatever the root. */
+static bool module_present(const struct nmbl_ctx *ctx, const char *name)
+{
+	char path[300], state[32];
+	_cleanup_free_ char *dir = NULL;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
+	if (nmbl_read_small(ctx, path, state, sizeof(state)) > 0)
+		return strcmp(state, "live") == 0 || strcmp(state, "coming") == 0;
+	/* Built-in modules have a directory (for their parameters) only. */
+	snprintf(path, sizeof(path), "/sys/module/%s", name);
+	dir = nmbl_path(ctx, path);
+	return dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int insert_list(struct nmbl_ctx *ctx, struct kmod_list *list, int depth)
+{
+	struct kmod_list *l;
+	int r = 0;
+
+	kmod_list_foreach(l, list) {
+		struct kmod_module *m = kmod_module_get_module(l);
+
+		r = insert(ctx, m, depth);
+		kmod_module_unref(m);
+		if (r < 0)
+			break;
+	}
+	return r;
+}
+
+/* Soft dependencies before, hard dependencies, the module, soft after:
+ * the order modprobe uses. */
+static int insert(struct nmbl_ctx *ctx, struct kmod_module *mod, int depth)
+{
+	struct kmod_list *deps, *pre = NULL, *post = NULL;
+	_cleanup_close_ int fd = -1;
+	const char *path;
+	int r;
+
+	if (depth > NMBL_MODULE_DEPTH_MAX)
+		return -ELOOP;
+	if (module_present(ctx, kmod_module_get_name(mod)))
+		return 0;
+	/* libkmod found it, but not in modules.dep: it is built in. */
+	path = kmod_module_get_path(mod);
+	if (!path)
+		return 0;
+
+	if (kmod_module_get_softdeps(mod, &pre, &post) == 0) {
+		/* A missing soft dependency is no failure, as for modprobe. */
+		(void)insert_list(ctx, pre, depth + 1);
+	}
+	deps = kmod_module_get_dependencies(mod);
+	r = insert_list(ctx, deps, depth + 1);
+	kmod_module_unref_list(deps);
+	if (r < 0)
+		goto out;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = nmbl_sys_finit_module(fd, "");
+	if (r == -EEXIST)
+		r = 0;
+	if (r == 0)
+		nmbl_info(ctx, "loaded module %s", kmod_module_get_name(mod));
+	(void)insert_list(ctx, post, depth + 1);
+out:
+	kmod_module_unref_list(pre);
+	kmod_module_unref_list(post);
+	return r;
+}
+
+static int load_alias(struct nmbl_ctx *ctx, struct kmod_ctx *k,
+		      const char *alias)
+{
+	struct kmod_list *list = NULL, *filtered = NULL;
+	int r;
+
+	r = kmod_module_new_from_lookup(k, alias, &list);
+	if (r < 0)
+		return r;
+	if (!list)
+		return -ENOENT;
+	r = kmod_module_apply_filter(k, KMOD_FILTER_BLACKLIST, list, &filtered);
+	kmod_module_unref_list(list);
+	if (r < 0)
+		return r;
+	r = insert_list(ctx, filtered, 0);
+	kmod_module_unref_list(filtered);
+	return r;
+}
+
+NMBL_EXPORT int nmbl_load_module(struct nmbl_ctx *ctx, const char *alias)
+{
+	__attribute__((cleanup(kmod_unrefp))) struct kmod_ctx *k = NULL;
+	int r;
+
+	if (!ctx || !alias || !*alias)
+		return -EINVAL;
+	r = open_kmod(ctx, &k);
+	if (r < 0)
+		return r;
+	return load_alias(ctx, k, alias);
+}
+
+NMBL_EXPORT int nmbl_coldplug(struct nmbl_ctx *ctx)
+{
+	__attribute__((cleanup(kmod_unrefp))) struct kmod_ctx *k = NULL;
+	int r, loaded = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	r = open_kmod(ctx, &k);
+	if (r < 0)
+		return r;
+	for (size_t b = 0; b < sizeof(coldplug_buses) / sizeof(coldplug_buses[0]); b++) {
+		_cleanup_free_ char *dir = NULL;
+		struct dirent *de;
+		DIR *d;
+
+		if (asprintf(&dir, "%s/sys/bus/%s/devices", ctx->root, coldplug_buses[b]) < 0)
+			return -ENOMEM;
+		d = opendir(dir);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			char path[512], alias[NMBL_SMALL_FILE_MAX];
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/sys/bus/%s/devices/%s/modalias",
+				 coldplug_buses[b], de->d_name);
+			if (nmbl_read_small(ctx, path, alias, sizeof(alias)) <= 0)
+				continue;
+			/* No module for a device is the common case. */
+			if (load_alias(ctx, k, alias) == 0)
+				loaded++;
+		}
+		closedir(d);
+	}
+	return loaded;
+}
