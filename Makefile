@@ -182,16 +182,20 @@ UKI_STUB ?= /usr/lib/systemd/boot/efi/linuxx64.efi.stub
 NMBL_MODULE = dracut/modules.d/90nmbl
 NMBL_COMPRESS ?= zstd
 
-$(BUILD)/nmbl-initrd.img: $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut \
-		$(BUILD)/grub-emu $(BUILD)/nmbl $(BUILD)/kernel/kver
-	NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
-		dracut/run-dracut $(KERNEL_TREE) $(KVER_OF) $@ $(NMBL_MODULE) -- \
-		--modules "base nmbl" --compress $(NMBL_COMPRESS)
+# dracut for nmbl's kernel with nmbl's module (and the module dirs given).
+NMBL_DRACUT = NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
+	dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
+NMBL_DRACUT_DEPS = $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut $(BUILD)/grub-emu \
+	$(BUILD)/nmbl $(BUILD)/kernel/kver
+# A UKI of nmbl's kernel around the initramfs given first.
+NMBL_MKUKI = dracut/mkuki $(UKI_STUB) $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF)
+NMBL_MKUKI_DEPS = dracut/mkuki dracut/os-release dracut/sbat.csv $(SIGN_KEY) $(SIGN_CERT) Makefile
 
-$(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img dracut/mkuki dracut/os-release dracut/sbat.csv \
-		$(SIGN_KEY) $(SIGN_CERT) Makefile
-	dracut/mkuki $(UKI_STUB) $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $< \
-		"$(NMBL_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+$(BUILD)/nmbl-initrd.img: $(NMBL_DRACUT_DEPS)
+	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "base nmbl" --compress $(NMBL_COMPRESS)
+
+$(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
+	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
 
 uki: $(BUILD)/nmbl.efi
 
@@ -239,7 +243,16 @@ $(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img dracut/mkuki $(SIG
 	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/target-initrd.img \
 		"$(TARGET_UKI_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
 
-TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
+# nmbl with the VM tests' self-check: libnmbl and kexec-tools asked the same.
+SELFTEST_MODULE = test/dracut/90nmbl-selftest
+$(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*)
+	@mkdir -p $(@D)
+	$(NMBL_DRACUT) $@ $(NMBL_MODULE) $(SELFTEST_MODULE) -- \
+		--modules "base nmbl nmbl-selftest" --compress $(NMBL_COMPRESS)
+$(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
+	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+
+TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
 	$(T)/vmlinuz-truncated $(T)/target-uki.efi
 

@@ -41,17 +41,18 @@ def workdir(name):
     return path
 
 
-def make_disk(name, grub_cfg, boot_files):
+def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi"):
     """A disk as a Debian install with a separate /boot has it: the nmbl UKI
-    as the ESP's default loader, /boot with grub/grub.cfg and the kernels,
-    and the target's root file system.  BOOT_FILES maps a name in /boot to
-    the build file to copy there.  Returns the image's path."""
+    (UKI, below the build directory) as the ESP's default loader, /boot with
+    grub/grub.cfg and the kernels, and the target's root file system.
+    BOOT_FILES maps a name in /boot to the build file to copy there.
+    Returns the image's path."""
     top = workdir(name)
     esp = os.path.join(top, "esp")
     boot = os.path.join(top, "boot")
     os.makedirs(os.path.join(esp, "EFI", "BOOT"))
     os.makedirs(os.path.join(boot, "grub"))
-    shutil.copy(build_path("nmbl.efi"), os.path.join(esp, "EFI", "BOOT", "BOOTX64.EFI"))
+    shutil.copy(build_path(uki), os.path.join(esp, "EFI", "BOOT", "BOOTX64.EFI"))
     for dest, src in boot_files.items():
         shutil.copy(src, os.path.join(boot, dest))
     with open(os.path.join(boot, "grub", "grub.cfg"), "w") as f:

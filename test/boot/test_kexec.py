@@ -63,10 +63,14 @@ def refused():
 
 @functools.cache
 def disk():
+    return make_disk("kexec", grub_cfg(), boot_files())
+
+
+def grub_cfg():
     k = kver()
     cfg = "set default=0\nset timeout=3\n\n"
     cfg += entry("Debian GNU/Linux", f"/vmlinuz-{k}", "nmbl.entry=first")
-    # GRUB's other ways to name a file, and two initrds.
+    # GRUB's other ways to name a file, and three initrds.
     cfg += entry("Debian GNU/Linux, second entry", f"($root)/vmlinuz-{k}",
                  "nmbl.entry=second quiet",
                  initrd=f"(hd0,gpt2)/initrd.img-{k} ($root)/marker.img /marker3.img")
@@ -79,7 +83,12 @@ def disk():
     # Kernels nmbl must refuse, each for its own reason.
     for name, _ in refused():
         cfg += entry(f"Refused: {name}", f"/{name}", "nmbl.entry=refused")
-    return make_disk("kexec", cfg, {
+    return cfg
+
+
+def boot_files():
+    k = kver()
+    return {
         f"vmlinuz-{k}": build_path("test", "vmlinuz-test"),
         f"vmlinuz-{k}.debian": build_path("kernel", "tree", "boot", f"vmlinuz-{k}"),
         "vmlinuz-unsigned": build_path("test", "vmlinuz-unsigned"),
@@ -89,7 +98,7 @@ def disk():
         "marker.img": build_path("test", "marker.img"),
         "marker3.img": build_path("test", "marker3.img"),
         "target-uki.efi": build_path("test", "target-uki.efi"),
-    })
+    }
 
 
 def boot(name, keys=None):

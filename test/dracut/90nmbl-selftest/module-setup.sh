@@ -1,0 +1,25 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# dracut module nmbl-selftest, for the VM tests only: before the menu,
+# ask both libnmbl (nmbl load) and kexec-tools (kexec -s -l) to load each
+# kernel in the boot partition, and print what each said, so a test can
+# check that nmbl accepts and refuses exactly what kexec_file_load through
+# kexec-tools does.
+#
+# Sourced by dracut: no set -eu here, dracut's own shell options rule.
+
+check() {
+    return 255
+}
+
+depends() {
+    echo nmbl
+}
+
+install() {
+    inst_multiple kexec
+    # shellcheck disable=SC2154 # dracut sets moddir before calling us
+    inst_script "$moddir/nmbl-agree.sh" /usr/libexec/nmbl/nmbl-agree
+    inst_hook pre-mount 40 "$moddir/run-agree.sh"
+}
