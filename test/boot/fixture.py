@@ -21,7 +21,8 @@ ROOT_UUID = "7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50"
 # What the menu shows once grub-emu has drawn it and started counting down.
 MENU_READY = r"executed automatically in"
 # The target's init: "NMBL-TARGET-UP release=<uname -r> cmdline=<cmdline>".
-TARGET_UP = r"NMBL-TARGET-UP release=(\S+) cmdline=([^\r\n]*)"
+# Up to the end of the line: the console may have delivered half of it yet.
+TARGET_UP = r"NMBL-TARGET-UP release=(\S+) cmdline=([^\r\n]*)\r?\n"
 
 
 def build_path(*parts):
