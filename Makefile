@@ -36,7 +36,8 @@ LIB_SRCS = ctx.c image.c kexec.c modules.c mount.c pe.c sign.c state.c sys.c
 LIBS_NMBL = -lcrypto -lkmod
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
-all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/grub-emu
+all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-console \
+	$(BUILD)/grub-emu
 
 .PHONY: all deps check demo uki fuzz clean distclean
 # Objects made on the way are kept: a second make must have nothing to do.
@@ -59,6 +60,9 @@ $(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl.sym
 # Linked statically so the initramfs needs no extra library.
 $(BUILD)/nmbl: $(BUILD)/nmbl-loader/nmbl.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_NMBL)
+
+$(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/nmbl-console.o
+	$(CC) $(CFLAGS) -o $@ $^
 
 -include $(wildcard $(BUILD)/nmbl-loader/*.d)
 
@@ -184,9 +188,9 @@ NMBL_COMPRESS ?= zstd
 
 # dracut for nmbl's kernel with nmbl's module (and the module dirs given).
 NMBL_DRACUT = NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
-	dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
+	NMBL_CONSOLE=$(abspath $(BUILD)/nmbl-console) dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
 NMBL_DRACUT_DEPS = $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut $(BUILD)/grub-emu \
-	$(BUILD)/nmbl $(BUILD)/kernel/kver
+	$(BUILD)/nmbl $(BUILD)/nmbl-console $(BUILD)/kernel/kver
 # A UKI of nmbl's kernel around the initramfs given first.
 NMBL_MKUKI = dracut/mkuki $(UKI_STUB) $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF)
 NMBL_MKUKI_DEPS = dracut/mkuki dracut/os-release dracut/sbat.csv $(SIGN_KEY) $(SIGN_CERT) Makefile

@@ -30,9 +30,11 @@ install() {
     # /usr/libexec/nmbl.
     local grub_emu=${NMBL_GRUB_EMU:-/usr/libexec/nmbl/grub-emu}
     local nmbl=${NMBL_BIN:-/usr/bin/nmbl}
+    local console=${NMBL_CONSOLE:-/usr/libexec/nmbl/nmbl-console}
 
     inst_binary "$grub_emu" /usr/libexec/nmbl/grub-emu
     inst_binary "$nmbl" /usr/bin/nmbl
+    inst_binary "$console" /usr/libexec/nmbl/nmbl-console
     # shellcheck disable=SC2154 # dracut sets moddir before calling us
     inst_script "$moddir/nmbl-menu.sh" /usr/libexec/nmbl/nmbl-menu
     inst_simple "$moddir/grub.cfg" /usr/share/nmbl/grub/grub.cfg

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# Start the GRUB menu on the console.  grub-emu reaches the disks through
+# Start the GRUB menu on the consoles.  grub-emu reaches the disks through
 # a device map, the way GRUB's EFI image reaches them through the firmware;
 # every disk Linux sees becomes (hdN), in the kernel's order.
 set -eu
@@ -35,5 +35,6 @@ for dev in /sys/block/*; do
 	n=$((n + 1))
 done
 
-exec /usr/libexec/nmbl/grub-emu --kexec --device-map="$run/device.map" \
-	--root=host --directory=/usr/share/nmbl/grub
+# On the serial line and the screen at once, whichever the user looks at.
+exec /usr/libexec/nmbl/nmbl-console /usr/libexec/nmbl/grub-emu --kexec \
+	--device-map="$run/device.map" --root=host --directory=/usr/share/nmbl/grub

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * nmbl-console COMMAND [ARG]...
+ *
+ * Run COMMAND (the menu) on every console the kernel writes to at once:
+ * the serial line and the screen alike, whichever the user looks at.
+ * /dev/console is only the last console= of the command line, so the menu
+ * gets a pseudo-terminal instead; what it writes goes to each active
+ * console, and a key typed on any of them reaches it.  With a single
+ * console, COMMAND simply runs on it.
+ *
+ * Exit status: COMMAND's, or 1 when it could not be started.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#define MAX_CONSOLES 8
+
+struct console {
+	int fd;
+	struct termios saved;
+	bool raw;
+};
+
+static struct console consoles[MAX_CONSOLES];
+static size_t n_consoles;
+
+/* "tty0 ttyS0" from sysfs: every console= the kernel took. */
+static void open_consoles(void)
+{
+	char buf[256], *name, *save = NULL;
+	FILE *f = fopen("/sys/class/tty/console/active", "re");
+
+	if (!f)
+		return;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	for (name = strtok_r(buf, " \n", &save); name && n_consoles < MAX_CONSOLES;
+	     name = strtok_r(NULL, " \n", &save)) {
+		char path[64];
+		int fd;
+
+		if (strchr(name, '/'))
+			continue;
+		snprintf(path, sizeof(path), "/dev/%s", name);
+		fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		consoles[n_consoles++].fd = fd;
+	}
+}
+
+static void restore_consoles(void)
+{
+	for (size_t i = 0; i < n_consoles; i++)
+		if (consoles[i].raw)
+			tcsetattr(consoles[i].fd, TCSANOW, &consoles[i].saved);
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+				/* A slow serial line: wait, but never for ever. */
+				if (poll(&p, 1, 1000) <= 0)
+					return;
+				continue;
+			}
+			return;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+static int run_direct(char **argv)
+{
+	execvp(argv[0], argv);
+	fprintf(stderr, "nmbl-console: cannot run %s: %s\n", argv[0], strerror(errno));
+	return EXIT_FAILURE;
+}
+
+int main(int argc, char **argv)
+{
+	struct pollfd fds[MAX_CONSOLES + 1];
+	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	int master, status;
+	char buf[4096];
+	pid_t pid;
+
+	if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+		fprintf(argc < 2 ? stderr : stdout,
+			"Usage: nmbl-console COMMAND [ARG]...\n"
+			"Run COMMAND on every active console at once.\n");
+		return argc < 2 ? 2 : 0;
+	}
+	open_consoles();
+	if (n_consoles < 2)
+		return run_direct(argv + 1);
+
+	/* The screen knows its size; a serial line says 0x0. */
+	for (size_t i = 0; i < n_consoles; i++) {
+		struct winsize w;
+
+		if (ioctl(consoles[i].fd, TIOCGWINSZ, &w) == 0 && w.ws_row && w.ws_col) {
+			ws = w;
+			break;
+		}
+	}
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
+		return run_direct(argv + 1);
+	ioctl(master, TIOCSWINSZ, &ws);
+
+	pid = fork();
+	if (pid < 0)
+		return run_direct(argv + 1);
+	if (pid == 0) {
+		int slave;
+
+		setsid();
+		slave = open(ptsname(master), O_RDWR);
+		if (slave < 0)
+			_exit(EXIT_FAILURE);
+		ioctl(slave, TIOCSCTTY, 0);
+		dup2(slave, 0);
+		dup2(slave, 1);
+		dup2(slave, 2);
+		if (slave > 2)
+			close(slave);
+		execvp(argv[1], argv + 1);
+		_exit(127);
+	}
+
+	/* Keys go through as they are typed; the menu sets its own modes. */
+	for (size_t i = 0; i < n_consoles; i++) {
+		struct termios t;
+
+		if (tcgetattr(consoles[i].fd, &consoles[i].saved) < 0)
+			continue;
+		t = consoles[i].saved;
+		cfmakeraw(&t);
+		consoles[i].raw = tcsetattr(consoles[i].fd, TCSANOW, &t) == 0;
+	}
+	fds[0] = (struct pollfd){ .fd = master, .events = POLLIN };
+	for (size_t i = 0; i < n_consoles; i++)
+		fds[i + 1] = (struct pollfd){ .fd = consoles[i].fd, .events = POLLIN };
+
+	for (;;) {
+		ssize_t n;
+
+		if (poll(fds, n_consoles + 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			n = read(master, buf, sizeof(buf));
+			/* EIO: the menu closed its side, it has ended. */
+			if (n <= 0)
+				break;
+			for (size_t i = 0; i < n_consoles; i++)
+				write_all(consoles[i].fd, buf, (size_t)n);
+		}
+		for (size_t i = 0; i < n_consoles; i++) {
+			if (!(fds[i + 1].revents & POLLIN))
+				continue;
+			n = read(consoles[i].fd, buf, sizeof(buf));
+			if (n > 0)
+				write_all(master, buf, (size_t)n);
+		}
+	}
+	restore_consoles();
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return EXIT_FAILURE;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_FAILURE;
+}
