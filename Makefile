@@ -113,6 +113,7 @@ fuzz:
 			$(LIBS_NMBL); \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
 		$(BUILD)/fuzz/fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=$(BUILD)/fuzz/$$f- \
 			$(BUILD)/fuzz/corpus-$$f test/fuzz/corpus/$$f; \
 	done
 

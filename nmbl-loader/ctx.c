@@ -8,6 +8,9 @@
 
 static void log_stderr(void *data, int priority, const char *file, int line,
 		       const char *fn, const char *format, va_list args)
+	__attribute__((format(printf, 6, 0)));
+static void log_stderr(void *data, int priority, const char *file, int line,
+		       const char *fn, const char *format, va_list args)
 {
 	(void)data;
 	(void)priority;

@@ -94,7 +94,9 @@ int nmbl_pe_signers(const struct nmbl_pe *pe, char **ret)
 	out = open_memstream(&text, &text_len);
 	if (!out)
 		return -ENOMEM;
-	while (size - off >= WIN_CERT_HEADER) {
+	/* Entries are 8-byte aligned: the last one's padding may reach past
+	 * the directory's end, so OFF can exceed SIZE. */
+	while (off <= size && size - off >= WIN_CERT_HEADER) {
 		const unsigned char *c = dir + off;
 		uint32_t length = (uint32_t)c[0] | (uint32_t)c[1] << 8 |
 				  (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
@@ -112,9 +114,7 @@ int nmbl_pe_signers(const struct nmbl_pe *pe, char **ret)
 			if (r < 0)
 				break;
 		}
-		off += (length + 7) & ~7u;
-		if (off < length) /* wrapped */
-			break;
+		off += ((size_t)length + 7) & ~(size_t)7;
 	}
 	if (fclose(out) != 0 && r == 0)
 		r = -ENOMEM;
