@@ -13,7 +13,8 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 # CI and 'make check' build with warnings as errors.
 WERROR ?= -Werror
-NMBL_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wstrict-prototypes \
+VERSION = 0.1
+NMBL_CFLAGS = -DNMBL_VERSION='"$(VERSION)"' -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -fvisibility=hidden -D_GNU_SOURCE \
 	-Inmbl-loader
 OVMF_DIR ?= /usr/share/OVMF
@@ -32,7 +33,7 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs fdisk kexec-tools efitools shellcheck
 
-LIB_SRCS = ctx.c image.c kexec.c modules.c mount.c pe.c sign.c state.c sys.c
+LIB_SRCS = bli.c ctx.c image.c kexec.c modules.c mount.c pe.c sign.c state.c sys.c
 LIBS_NMBL = -lcrypto -lkmod
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 

@@ -137,6 +137,14 @@ int nmbl_explain_refusal(struct nmbl_ctx *ctx, const char *kernel, int err,
 			 char **ret);
 
 /*
+ * Boot Loader Interface: record that nmbl (LoaderInfo) booted ENTRY (its
+ * menu id; LoaderEntrySelected), for bootctl and systemd-analyze in the
+ * booted system.  After ExitBootServices a volatile variable cannot be
+ * created, so these are written non-volatile, and only when they change.
+ */
+int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry);
+
+/*
  * One sentence saying why nmbl_load() (or another nmbl call) failed with
  * ERR (a negative errno), in terms of the kernel being booted.
  */

@@ -141,6 +141,8 @@ int nmbl_sys_umount(const char *target);
 int nmbl_sys_reboot_kexec(void);
 int nmbl_sys_systemctl_kexec(void);
 int nmbl_sys_finit_module(int fd, const char *params);
+/* DATA is the 4-byte attribute word, then the value, written at once. */
+int nmbl_sys_efivar_write(const char *path, const void *data, size_t len);
 /* Read-only, but the kernel's keyrings are no file a test can fake. */
 long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len);
 int nmbl_sys_key_describe(int32_t key, char *buf, size_t len);

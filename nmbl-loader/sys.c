@@ -5,6 +5,7 @@
  */
 #include <linux/keyctl.h>
 #include <linux/reboot.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -88,4 +89,24 @@ int nmbl_sys_finit_module(int fd, const char *params)
 	if (syscall(SYS_finit_module, fd, params, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+int nmbl_sys_efivar_write(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	/* efivarfs takes a variable in one write, attributes first. */
+	n = write(fd, data, len);
+	if (n < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	if (close(fd) < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
 }

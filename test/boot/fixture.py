@@ -16,6 +16,7 @@ from vm import VM  # noqa: E402,F401  (re-exported for the tests)
 # Fixed ids, so that a grub.cfg can name the file systems before they exist
 # (the Makefile names ROOT_UUID too, in the target UKI's command line).
 BOOT_UUID = "5e1f0c1a-7b2d-4c3e-9f40-b0070b0070b0"
+ESP_PARTUUID = "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0"
 ROOT_UUID = "7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50"
 
 # What the menu shows once grub-emu has drawn it and started counting down.
@@ -60,5 +61,5 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi"):
         f.write(grub_cfg)
     image = os.path.join(top, "disk.img")
     mkdisk.build(image, esp=esp, boot=boot, root=build_path("test", "target-root"),
-                 boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID)
+                 boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_partuuid=ESP_PARTUUID)
     return image

@@ -6,8 +6,8 @@ import functools
 import os
 import re
 
-from fixture import (BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_UP, VM, build_path,
-                     kver, make_disk)
+from fixture import (BOOT_UUID, ESP_PARTUUID, MENU_READY, ROOT_UUID, TARGET_UP, VM,
+                     build_path, kver, make_disk)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -129,6 +129,17 @@ def test_lockdown_is_integrity_in_nmbl():
     log, _ = default_boot()
     assert "nmbl: secure-boot: enabled" in log, "nmbl did not see Secure Boot enabled"
     assert "nmbl: lockdown: integrity" in log, "nmbl's kernel is not locked down to integrity"
+
+
+def test_boot_loader_interface_reaches_the_target():
+    """What bootctl status reads in the booted system: nmbl as the loader,
+    the entry chosen, and the ESP and image the firmware started."""
+    log, _ = default_boot()
+    found = dict(re.findall(r"NMBL-TARGET-EFIVAR (\w+)=([^\r\n]*)", log))
+    assert found.get("LoaderInfo", "").startswith("nmbl "), found
+    assert found.get("LoaderEntrySelected") == "Debian GNU/Linux", found
+    assert found.get("LoaderDevicePartUUID", "").lower() == ESP_PARTUUID, found
+    assert found.get("LoaderImageIdentifier", "").upper() == "\\EFI\\BOOT\\BOOTX64.EFI", found
 
 
 def test_second_entry_chosen_with_arrow_keys():

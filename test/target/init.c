@@ -14,6 +14,8 @@
  *   NMBL-TARGET-UP release=<uname -r> cmdline=<whole /proc/cmdline>
  *   NMBL-TARGET-INITRD <marker> <marker> ...     (empty list: no marker)
  *   NMBL-TARGET-UPTIME <first field of /proc/uptime>
+ *   NMBL-TARGET-EFIVAR <name>=<value>   for each Boot Loader Interface
+ *                                      variable the boot left (UTF-16)
  */
 
 #include <dirent.h>
@@ -147,6 +149,47 @@ static ssize_t read_text(const char *dir, const char *name, char *buf,
 	return len;
 }
 
+/* systemd's Boot Loader Interface: what the boot loader said of the boot,
+ * as bootctl status would show it.  efivarfs needs its module, which the
+ * target initramfs loads. */
+static void report_loader_variables(void)
+{
+	static const char *const names[] = {
+		"LoaderInfo", "LoaderEntrySelected", "LoaderDevicePartUUID",
+		"LoaderImageIdentifier", "LoaderFirmwareType", "StubInfo",
+	};
+	static const char dir[] = "/sys/firmware/efi/efivars";
+
+	if (mount("efivarfs", dir, "efivarfs", MS_NOSUID | MS_NOEXEC | MS_RDONLY, NULL) < 0 &&
+	    errno != EBUSY) {
+		out_line("NMBL-TARGET-WARN mount %s: %s", dir, strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[128], raw[1024], value[512];
+		size_t len = 0, v = 0;
+		ssize_t n;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
+			 dir, names[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		while ((n = read(fd, raw + len, sizeof(raw) - len)) > 0)
+			len += (size_t)n;
+		close(fd);
+		/* 4 bytes of attributes, then UTF-16LE; ASCII is all we print. */
+		for (size_t j = 4; j + 1 < len && v + 1 < sizeof(value); j += 2) {
+			if (raw[j] == 0 && raw[j + 1] == 0)
+				break;
+			value[v++] = raw[j + 1] == 0 && raw[j] >= 0x20 && raw[j] < 0x7f ? raw[j] : '?';
+		}
+		value[v] = '\0';
+		out_line("NMBL-TARGET-EFIVAR %s=%s", names[i], value);
+	}
+}
+
 static void report_up(void)
 {
 	char cmdline[CMDLINE_MAX_LEN];
@@ -249,6 +292,8 @@ int main(void)
 	report_up();
 	report_initrd_markers();
 	report_uptime();
+	if (pid1)
+		report_loader_variables();
 
 	if (!pid1)
 		return EXIT_SUCCESS;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fake-sys.h"
+#include "unit.h"
 #include "nmbl-private.h"
 
 struct fake_sys fake;
@@ -106,4 +107,15 @@ int nmbl_sys_finit_module(int fd, const char *params)
 	base = strrchr(path, '/');
 	record("insmod %s;", base ? base + 1 : path);
 	return fake.finit_errno;
+}
+
+int nmbl_sys_efivar_write(const char *path, const void *data, size_t len)
+{
+	const char *name = strrchr(path, '/');
+
+	record("efivar %s %zu;", name ? name + 1 : path, len);
+	if (fake.efivar_errno)
+		return fake.efivar_errno;
+	fixture_write(path + strlen(fake.root), data, len);
+	return 0;
 }

@@ -10,7 +10,7 @@ struct fake_sys {
 	/* Set by the test. */
 	const char *root; /* stripped from recorded paths */
 	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno,
-	    finit_errno;
+	    finit_errno, efivar_errno;
 	struct {
 		int32_t keyring, id;
 		const char *description;
