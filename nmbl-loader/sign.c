@@ -234,6 +234,14 @@ NMBL_EXPORT int nmbl_explain_refusal(struct nmbl_ctx *ctx, const char *kernel,
 	} else if (nmbl_image_get_truncated(img)) {
 		fputs("The file is truncated: its signature or a part of the kernel lies past its end.\n",
 		      out);
+	} else if (nmbl_image_signing_pe(img)->cert_size == 0 &&
+		   nmbl_image_get_type(img) == NMBL_IMAGE_UKI) {
+		/* The UKI's own signature is for the firmware; kexec checks the
+		 * kernel it is given, which is the UKI's .linux. */
+		fputs("The kernel inside this UKI carries no signature of its own: under\n"
+		      "lockdown it must be signed itself, not only the UKI around it.\n"
+		      "Sign the kernel before building the UKI (sbsign), with a key in db\n"
+		      "or enrolled as MOK.\n", out);
 	} else if (nmbl_image_signing_pe(img)->cert_size == 0) {
 		fputs("It carries no signature. Sign it with a key in the firmware's db\n"
 		      "(sbsign), or with a key enrolled as MOK (mokutil --import).\n", out);

@@ -38,6 +38,10 @@ static void test_unsigned_truncated_and_not_a_kernel(void)
 
 	CHECK(strstr(t, "It carries no signature."));
 	free(t);
+	/* A UKI whose inner kernel is unsigned: that is what kexec checks. */
+	t = explain(CORPUS "/uki.efi", -ENODATA);
+	CHECK(strstr(t, "The kernel inside this UKI carries no signature of its own"));
+	free(t);
 
 	in = fopen(CORPUS "/kernel-signed.efi", "rb");
 	n = in ? fread(buf, 1, sizeof(buf), in) : 0;
