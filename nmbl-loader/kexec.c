@@ -18,7 +18,7 @@
 /* How long systemd may take to reach kexec after accepting the job. */
 #define NMBL_SYSTEMD_KEXEC_TIMEOUT_SEC 90
 
-static int open_regular(const char *path, off_t *ret_size)
+static int open_regular(const char *path)
 {
 	struct stat st;
 	int fd;
@@ -36,7 +36,6 @@ static int open_regular(const char *path, off_t *ret_size)
 		close(fd);
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	}
-	*ret_size = st.st_size;
 	return fd;
 }
 
@@ -93,7 +92,6 @@ static int append_part(const struct nmbl_ctx *ctx, int out,
 		       const struct part *p, uint64_t *total)
 {
 	_cleanup_close_ int fd = -1;
-	off_t size;
 
 	if (p->data) {
 		*total += p->len;
@@ -101,7 +99,7 @@ static int append_part(const struct nmbl_ctx *ctx, int out,
 			return -EFBIG;
 		return write_all(out, p->data, p->len);
 	}
-	fd = open_regular(p->path, &size);
+	fd = open_regular(p->path);
 	if (fd < 0) {
 		nmbl_dbg(ctx, "cannot open initrd '%s'", p->path);
 		return fd;
@@ -134,11 +132,10 @@ static int open_initrd(const struct nmbl_ctx *ctx, const struct part *parts,
 	static const char zeros[NMBL_INITRD_ALIGN];
 	_cleanup_close_ int out = -1;
 	uint64_t total = 0;
-	off_t size;
 	int r;
 
 	if (n == 1 && parts[0].path) {
-		r = open_regular(parts[0].path, &size);
+		r = open_regular(parts[0].path);
 		if (r < 0)
 			return r;
 		*ret_fd = r;
@@ -197,7 +194,6 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 	_cleanup_free_ char *own_cmdline = NULL;
 	unsigned long flags = 0;
 	size_t n_parts = 0, max;
-	off_t size;
 	int r;
 
 	if (!ctx || !kernel || (n_initrds && !initrds))
@@ -240,7 +236,7 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 			cmdline = own_cmdline;
 		}
 	} else {
-		kernel_fd = open_regular(kernel, &size);
+		kernel_fd = open_regular(kernel);
 		if (kernel_fd < 0)
 			return kernel_fd;
 	}
