@@ -61,9 +61,9 @@ NMBL_EXPORT const char *nmbl_lockdown_to_string(enum nmbl_lockdown lockdown)
 static int efi_global_bool(struct nmbl_ctx *ctx, const char *name)
 {
 	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
 	unsigned char buf[8];
 	ssize_t n;
-	int fd;
 
 	if (!ctx)
 		return -EINVAL;
@@ -72,10 +72,9 @@ static int efi_global_bool(struct nmbl_ctx *ctx, const char *name)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
+	n = nmbl_read_full(fd, buf, sizeof(buf));
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	if (n != 5 || buf[4] > 1)
 		return -EBADMSG;
 	return buf[4];
