@@ -33,7 +33,7 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs fdisk kexec-tools efitools shellcheck
 
-LIB_SRCS = bli.c ctx.c image.c kexec.c modules.c mount.c pe.c sign.c state.c sys.c
+LIB_SRCS = bli.c ctx.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
 LIBS_NMBL = -lcrypto -lkmod
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
@@ -91,7 +91,7 @@ $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 -include $(wildcard $(BUILD)/unit/obj/*.d)
 
 # Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
-FUZZERS = pe
+FUZZERS = pe authenticode loadopt
 UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
 $(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
 	@mkdir -p $(@D)
@@ -110,7 +110,8 @@ fuzz:
 	set -e; for f in $(FUZZERS); do \
 		clang -O1 -g $(NMBL_CFLAGS) -fsanitize=fuzzer,address,undefined \
 			-o $(BUILD)/fuzz/fuzz-$$f test/fuzz/fuzz-$$f.c \
-			$(patsubst %,nmbl-loader/%,$(filter-out sys.c,$(LIB_SRCS))) test/unit/fake-sys.c \
+			$(patsubst %,nmbl-loader/%,$(filter-out sys.c,$(LIB_SRCS))) \
+			test/unit/fake-sys.c test/unit/fixture.c -Itest/unit \
 			$(LIBS_NMBL); \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
 		$(BUILD)/fuzz/fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
@@ -249,6 +250,12 @@ $(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img dracut/mkuki $(SIG
 	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/target-initrd.img \
 		"$(TARGET_UKI_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
 
+# A UKI signed for the firmware around a kernel that is not: kexec checks
+# the kernel, so under lockdown nmbl must refuse it.
+$(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img dracut/mkuki $(SIGN_KEY) $(SIGN_CERT)
+	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-unsigned $(T)/marker.img \
+		"$(TARGET_UKI_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+
 # nmbl with the VM tests' self-check: libnmbl and kexec-tools asked the same.
 SELFTEST_MODULE = test/dracut/90nmbl-selftest
 $(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*)
@@ -260,7 +267,7 @@ $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
-	$(T)/vmlinuz-truncated $(T)/target-uki.efi
+	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi
 
 # --- the two commands -------------------------------------------------------
 

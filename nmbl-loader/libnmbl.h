@@ -137,12 +137,53 @@ int nmbl_explain_refusal(struct nmbl_ctx *ctx, const char *kernel, int err,
 			 char **ret);
 
 /*
- * Boot Loader Interface: record that nmbl (LoaderInfo) booted ENTRY (its
- * menu id; LoaderEntrySelected), for bootctl and systemd-analyze in the
- * booted system.  After ExitBootServices a volatile variable cannot be
- * created, so these are written non-volatile, and only when they change.
+ * Boot Loader Interface: record that nmbl (LoaderInfo, LoaderFeatures)
+ * booted ENTRY (its menu id; LoaderEntrySelected), and when it started and
+ * handed over (LoaderTimeInitUSec, LoaderTimeExecUSec), for bootctl and
+ * systemd-analyze in the booted system.  After ExitBootServices a volatile
+ * variable cannot be created, so these are written non-volatile; all but
+ * the times only when they change.
  */
 int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry);
+/*
+ * The entries the booted system asked for: LoaderEntryOneShot (deleted as
+ * it is read, as systemd-boot does, so it applies once) and
+ * LoaderEntryDefault (bootctl set-oneshot / set-default), each a
+ * case-insensitive glob over entry ids, malloc'ed; NULL when not set.
+ */
+int nmbl_take_loader_entry_requests(struct nmbl_ctx *ctx, char **ret_oneshot,
+				    char **ret_default);
+
+/*
+ * An EFI load option: the value of a Boot#### variable, decoded with every
+ * length checked (-EBADMSG when malformed).  The device path is in UEFI's
+ * text form ("HD(1,GPT,<GUID>,0x800,0x32000)/\\EFI\\BOOT\\BOOTX64.EFI");
+ * the partition UUID (lower case, as Linux shows it) and the file come from
+ * its first instance, NULL when it has none.
+ */
+struct nmbl_load_option;
+int nmbl_load_option_parse(const void *buf, size_t len,
+			   struct nmbl_load_option **ret);
+struct nmbl_load_option *nmbl_load_option_free(struct nmbl_load_option *opt);
+uint32_t nmbl_load_option_get_attributes(const struct nmbl_load_option *opt);
+const char *nmbl_load_option_get_description(const struct nmbl_load_option *opt);
+const char *nmbl_load_option_get_device_path(const struct nmbl_load_option *opt);
+const char *nmbl_load_option_get_partuuid(const struct nmbl_load_option *opt);
+const char *nmbl_load_option_get_file(const struct nmbl_load_option *opt);
+size_t nmbl_load_option_get_optional_data(const struct nmbl_load_option *opt,
+					  const void **ret);
+/*
+ * Encode an active load option that starts FILE ('/' or '\\' separated)
+ * on GPT partition number PARTITION (PARTUUID, START and SIZE in sectors),
+ * into a malloc'ed buffer.
+ */
+int nmbl_load_option_build(const char *description, const char *partuuid,
+			   uint32_t partition, uint64_t start, uint64_t size,
+			   const char *file, void **ret, size_t *ret_len);
+/* The number of the Boot#### option the firmware started this boot with. */
+int nmbl_get_boot_current(struct nmbl_ctx *ctx, unsigned *ret);
+int nmbl_read_boot_option(struct nmbl_ctx *ctx, unsigned number,
+			  struct nmbl_load_option **ret);
 
 /*
  * One sentence saying why nmbl_load() (or another nmbl call) failed with

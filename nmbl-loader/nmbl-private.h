@@ -43,6 +43,18 @@ void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
 #define nmbl_info(ctx, ...) nmbl_log_cond(ctx, LOG_INFO, __VA_ARGS__)
 #define nmbl_notice(ctx, ...) nmbl_log_cond(ctx, LOG_NOTICE, __VA_ARGS__)
 
+/* EFI variables as efivarfs shows them: "<name>-<vendor guid>". */
+#define NMBL_EFIVARS "/sys/firmware/efi/efivars/"
+#define NMBL_EFI_GLOBAL_GUID "8be4df61-93ca-11d2-aa0d-00e098032b8c"
+/* systemd's Boot Loader Interface vendor. */
+#define NMBL_LOADER_GUID "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
+/* UTF-16LE (up to LEN bytes or a NUL) to a malloc'ed UTF-8 string; an
+ * unpaired surrogate becomes U+FFFD. */
+int nmbl_utf16_to_utf8(const void *buf, size_t len, char **ret);
+/* UTF-8 to malloc'ed NUL-terminated UTF-16LE; *RET_LEN counts the NUL. */
+int nmbl_utf8_to_utf16(const char *s, void **ret, size_t *ret_len);
+
 /* The file system type whose superblock BUF starts with, or NULL. */
 const char *nmbl_probe_fstype(const void *buf, size_t len);
 
@@ -143,6 +155,10 @@ int nmbl_sys_systemctl_kexec(void);
 int nmbl_sys_finit_module(int fd, const char *params);
 /* DATA is the 4-byte attribute word, then the value, written at once. */
 int nmbl_sys_efivar_write(const char *path, const void *data, size_t len);
+int nmbl_sys_efivar_delete(const char *path);
+/* Microseconds since the machine's reset (the CPU's counter), and since
+ * the running kernel started; -EOPNOTSUPP without a usable counter. */
+int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec);
 /* Read-only, but the kernel's keyrings are no file a test can fake. */
 long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len);
 int nmbl_sys_key_describe(int32_t key, char *buf, size_t len);

@@ -37,7 +37,8 @@ static void usage_main(FILE *f)
 	      "  exec           boot the loaded kernel\n"
 	      "  boot KERNEL ...  load, then exec\n"
 	      "  unload         forget the loaded kernel\n"
-	      "  status [--json]  Secure Boot, Setup Mode, lockdown, kexec state\n"
+	      "  status [--json]  Secure Boot, Setup Mode, lockdown, kexec state,\n"
+	      "                   the firmware's boot option\n"
 	      "  modprobe ALIAS...  load kernel modules and their dependencies\n"
 	      "  coldplug       load the modules of present disks and keyboards\n"
 	      "  inspect FILE [--json]\n"
@@ -201,9 +202,22 @@ static const char *tristate(int v, const char *yes, const char *no, bool json)
 	return v ? yes : no;
 }
 
+/* The firmware's boot option that started this boot, if it says. */
+static struct nmbl_load_option *boot_current(struct nmbl_ctx *ctx, unsigned *ret_number)
+{
+	struct nmbl_load_option *opt = NULL;
+
+	if (nmbl_get_boot_current(ctx, ret_number) < 0 ||
+	    nmbl_read_boot_option(ctx, *ret_number, &opt) < 0)
+		return NULL;
+	return opt;
+}
+
 static int do_status(struct nmbl_ctx *ctx, bool json)
 {
+	struct nmbl_load_option *opt;
 	enum nmbl_lockdown lockdown;
+	unsigned number = 0;
 	const char *ld;
 	struct utsname u;
 	int sb, setup, loaded;
@@ -214,6 +228,7 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	loaded = nmbl_get_kexec_loaded(ctx);
 	if (uname(&u) < 0)
 		u.release[0] = '\0';
+	opt = boot_current(ctx, &number);
 	if (json) {
 		printf("{\"secure_boot\":%s,\"setup_mode\":%s,\"lockdown\":",
 		       tristate(sb, "true", "false", true), tristate(setup, "true", "false", true));
@@ -223,7 +238,18 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 			fputs("null", stdout);
 		printf(",\"kexec_loaded\":%s,\"kernel\":", tristate(loaded, "true", "false", true));
 		json_string(u.release);
+		fputs(",\"boot_current\":", stdout);
+		if (opt) {
+			printf("{\"number\":%u,\"description\":", number);
+			json_string(nmbl_load_option_get_description(opt));
+			fputs(",\"device_path\":", stdout);
+			json_string(nmbl_load_option_get_device_path(opt));
+			putchar('}');
+		} else {
+			fputs("null", stdout);
+		}
 		puts("}");
+		nmbl_load_option_free(opt);
 		return EXIT_SUCCESS;
 	}
 	printf("secure-boot: %s\n", tristate(sb, "enabled", "disabled", false));
@@ -231,6 +257,13 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	printf("lockdown: %s\n", ld ? ld : "unknown");
 	printf("kexec-loaded: %s\n", tristate(loaded, "yes", "no", false));
 	printf("kernel: %s\n", u.release);
+	if (opt)
+		printf("boot-current: Boot%04X \"%s\" %s\n", number,
+		       nmbl_load_option_get_description(opt),
+		       nmbl_load_option_get_device_path(opt));
+	else
+		printf("boot-current: unknown\n");
+	nmbl_load_option_free(opt);
 	return EXIT_SUCCESS;
 }
 

@@ -5,9 +5,6 @@
 
 #include "nmbl-private.h"
 
-#define EFI_GLOBAL_GUID "8be4df61-93ca-11d2-aa0d-00e098032b8c"
-#define EFIVARS "/sys/firmware/efi/efivars/"
-
 /*
  * securityfs lists every level and brackets the active one:
  * "none [integrity] confidentiality".
@@ -67,7 +64,7 @@ static int efi_global_bool(struct nmbl_ctx *ctx, const char *name)
 
 	if (!ctx)
 		return -EINVAL;
-	if (asprintf(&path, "%s" EFIVARS "%s-" EFI_GLOBAL_GUID, ctx->root, name) < 0)
+	if (asprintf(&path, "%s" NMBL_EFIVARS "%s-" NMBL_EFI_GLOBAL_GUID, ctx->root, name) < 0)
 		return -ENOMEM;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -3,14 +3,17 @@
  * The real side of the seam (nmbl-private.h).  Nothing else in libnmbl
  * makes a call that changes the machine.
  */
+#include <linux/fs.h>
 #include <linux/keyctl.h>
 #include <linux/reboot.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "nmbl-private.h"
 
@@ -91,22 +94,126 @@ int nmbl_sys_finit_module(int fd, const char *params)
 	return 0;
 }
 
-int nmbl_sys_efivar_write(const char *path, const void *data, size_t len)
+/*
+ * efivarfs makes every variable it finds at mount time immutable except
+ * the few it knows are safe to change, so an existing variable takes a
+ * write only once the flag is cleared, as systemd and libefivar do.
+ * Returns whether the flag was set, or -errno.
+ */
+static int clear_immutable(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	ssize_t n;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int flags;
 
 	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
 		return -errno;
-	/* efivarfs takes a variable in one write, attributes first. */
-	n = write(fd, data, len);
-	if (n < 0) {
-		int r = -errno;
+	if (!(flags & FS_IMMUTABLE_FL))
+		return 0;
+	flags &= ~FS_IMMUTABLE_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0)
+		return -errno;
+	return 1;
+}
 
-		close(fd);
-		return r;
+static void set_immutable(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int flags;
+
+	if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+		flags |= FS_IMMUTABLE_FL;
+		(void)ioctl(fd, FS_IOC_SETFLAGS, &flags);
 	}
-	if (close(fd) < 0)
+}
+
+int nmbl_sys_efivar_write(const char *path, const void *data, size_t len)
+{
+	_cleanup_close_ int fd = -1;
+	int was_immutable, r = 0;
+	ssize_t n;
+
+	was_immutable = clear_immutable(path);
+	if (was_immutable < 0)
+		return was_immutable;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+	} else {
+		/* efivarfs takes a variable in one write, attributes first. */
+		n = write(fd, data, len);
+		if (n < 0)
+			r = -errno;
+		else if ((size_t)n != len)
+			r = -EIO;
+	}
+	if (was_immutable)
+		set_immutable(path);
+	return r;
+}
+
+int nmbl_sys_efivar_delete(const char *path)
+{
+	int r = clear_immutable(path);
+
+	if (r < 0)
+		return r;
+	if (unlink(path) < 0)
 		return -errno;
-	return (size_t)n == len ? 0 : -EIO;
+	return 0;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static uint64_t ticks(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+#elif defined(__aarch64__)
+static uint64_t ticks(void)
+{
+	uint64_t v;
+
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+#else
+static uint64_t ticks(void)
+{
+	return 0;
+}
+#endif
+
+static uint64_t clock_usec(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * The CPU's counter runs from reset, which is the time base the Boot Loader
+ * Interface uses; its rate is measured against the kernel's raw clock over
+ * two milliseconds, as systemd-boot measures it against the firmware's.
+ */
+int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec)
+{
+	uint64_t t0, t1, c0, c1, boottime;
+
+	c0 = ticks();
+	if (c0 == 0)
+		return -EOPNOTSUPP;
+	t0 = clock_usec(CLOCK_MONOTONIC_RAW);
+	do
+		t1 = clock_usec(CLOCK_MONOTONIC_RAW);
+	while (t1 - t0 < 2000);
+	c1 = ticks();
+	boottime = clock_usec(CLOCK_BOOTTIME);
+	if (c1 <= c0)
+		return -EOPNOTSUPP;
+	/* counter / (ticks per microsecond), kept as a ratio to stay exact */
+	*ret_now_usec = (uint64_t)((unsigned __int128)c1 * (t1 - t0) / (c1 - c0));
+	*ret_kernel_usec = boottime;
+	return 0;
 }

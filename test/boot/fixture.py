@@ -3,6 +3,7 @@
 
 import functools
 import os
+import re
 import shutil
 import sys
 
@@ -24,6 +25,33 @@ MENU_READY = r"executed automatically in"
 # The target's init: "NMBL-TARGET-UP release=<uname -r> cmdline=<cmdline>".
 # Up to the end of the line: the console may have delivered half of it yet.
 TARGET_UP = r"NMBL-TARGET-UP release=(\S+) cmdline=([^\r\n]*)\r?\n"
+
+
+BOOT_TIMEOUT = 240  # seconds, firmware to target under TCG with room for a busy machine
+
+
+def entry(title, kernel, extra, initrd=None, entry_id=None):
+    """A menu entry as grub-mkconfig writes one for the target's kernel."""
+    initrd = initrd or f"/initrd.img-{kver()}"
+    id_option = f" --id '{entry_id}'" if entry_id else ""
+    return f"""menuentry '{title}' --class debian --class gnu-linux{id_option} {{
+	search --no-floppy --fs-uuid --set=root {BOOT_UUID}
+	echo	'Loading Linux {kver()} ...'
+	linux	{kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}
+	initrd	{initrd}
+}}
+"""
+
+
+def expected_cmdline(kernel, extra):
+    """What GRUB on EFI passes: the image as GRUB expanded its name comes
+    first ($root is expanded before the command runs)."""
+    return f"BOOT_IMAGE={kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}"
+
+
+def words(text):
+    """A pattern for TEXT that matches however the console wrapped it."""
+    return r"\s+".join(re.escape(w) for w in text.split())
 
 
 def build_path(*parts):

@@ -6,7 +6,7 @@ must not be more lenient, nor refuse what the kernel would take."""
 import re
 
 import test_kexec
-from fixture import VM, build_path, kver, make_disk
+from fixture import BOOT_TIMEOUT, VM, build_path, kver, make_disk
 
 AGREE = re.compile(r"NMBL-AGREE (\S+) nmbl=(\w+) kexec=(\w+)")
 
@@ -15,7 +15,7 @@ def test_nmbl_and_kexec_tools_agree_on_each_kernel():
     disk = make_disk("agree", test_kexec.grub_cfg(), test_kexec.boot_files(),
                      uki="test/nmbl-selftest.efi")
     with VM(disk, snapshot=True, log_file=build_path("test", "agree.log")) as vm:
-        vm.wait_for("NMBL-AGREE-DONE", timeout=test_kexec.BOOT_TIMEOUT)
+        vm.wait_for("NMBL-AGREE-DONE", timeout=BOOT_TIMEOUT)
         verdicts = {m.group(1): (m.group(2), m.group(3)) for m in AGREE.finditer(vm.log)}
     k = kver()
     expected = {

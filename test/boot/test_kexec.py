@@ -6,35 +6,12 @@ import functools
 import os
 import re
 
-from fixture import (BOOT_UUID, ESP_PARTUUID, MENU_READY, ROOT_UUID, TARGET_UP, VM,
-                     build_path, kver, make_disk)
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, ESP_PARTUUID, MENU_READY, ROOT_UUID,
+                     TARGET_UP, VM, build_path, entry, expected_cmdline, kver, make_disk,
+                     words)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-BOOT_TIMEOUT = 240  # seconds, firmware to target under TCG with room for a busy machine
-
-
-def entry(title, kernel, extra, initrd=None):
-    initrd = initrd or f"/initrd.img-{kver()}"
-    return f"""menuentry '{title}' --class debian --class gnu-linux {{
-	search --no-floppy --fs-uuid --set=root {BOOT_UUID}
-	echo	'Loading Linux {kver()} ...'
-	linux	{kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}
-	initrd	{initrd}
-}}
-"""
-
-
-def expected_cmdline(kernel, extra):
-    """What GRUB on EFI passes: the image as GRUB expanded its name comes
-    first ($root is expanded before the command runs)."""
-    return f"BOOT_IMAGE={kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}"
-
-
-def words(text):
-    """A pattern for TEXT that matches however the console wrapped it."""
-    return r"\s+".join(re.escape(w) for w in text.split())
 
 
 def refused():
@@ -55,6 +32,9 @@ def refused():
         ("vmlinuz-truncated", [
             "cannot load /vmlinuz-truncated: the kernel image is malformed or truncated",
             "The file is truncated"]),
+        ("target-uki-unsigned.efi", [
+            "cannot load /target-uki-unsigned.efi: the kernel is not signed",
+            "The kernel inside this UKI carries no signature of its own"]),
         ("notes.txt", [
             "cannot load /notes.txt: the file is not a Linux kernel that can be booted",
             "not a PE image"]),
@@ -98,6 +78,7 @@ def boot_files():
         "marker.img": build_path("test", "marker.img"),
         "marker3.img": build_path("test", "marker3.img"),
         "target-uki.efi": build_path("test", "target-uki.efi"),
+        "target-uki-unsigned.efi": build_path("test", "target-uki-unsigned.efi"),
     }
 
 
@@ -131,6 +112,16 @@ def test_lockdown_is_integrity_in_nmbl():
     assert "nmbl: lockdown: integrity" in log, "nmbl's kernel is not locked down to integrity"
 
 
+def test_nmbl_names_the_boot_option_as_the_firmware_does():
+    """nmbl's load-option decoder on the real Boot#### variable: the same
+    number, description and device path text as OVMF printed starting it."""
+    log, _ = default_boot()
+    firmware = re.search(r'BdsDxe: starting (Boot[0-9A-F]{4}) "([^"]*)" from (\S+)', log)
+    assert firmware, "OVMF did not say which boot option it started"
+    want = f'nmbl: boot-current: {firmware.group(1)} "{firmware.group(2)}" {firmware.group(3)}'
+    assert want in log, f"expected {want!r} from nmbl status"
+
+
 def test_boot_loader_interface_reaches_the_target():
     """What bootctl status reads in the booted system: nmbl as the loader,
     the entry chosen, and the ESP and image the firmware started."""
@@ -140,6 +131,14 @@ def test_boot_loader_interface_reaches_the_target():
     assert found.get("LoaderEntrySelected") == "Debian GNU/Linux", found
     assert found.get("LoaderDevicePartUUID", "").lower() == ESP_PARTUUID, found
     assert found.get("LoaderImageIdentifier", "").upper() == "\\EFI\\BOOT\\BOOTX64.EFI", found
+    # Entry default and one-shot: what systemctl checks before it asks.
+    assert found.get("LoaderFeatures") == "0xc", found
+    # systemd-analyze's firmware and loader times, microseconds since reset,
+    # pass systemd's own checks (both set, in order, less than an hour apart),
+    # and nmbl's part under TCG takes seconds.
+    init, handover = int(found["LoaderTimeInitUSec"]), int(found["LoaderTimeExecUSec"])
+    assert 0 < init < handover, found
+    assert 1_000_000 < handover - init < 3_600_000_000, found
 
 
 def test_second_entry_chosen_with_arrow_keys():

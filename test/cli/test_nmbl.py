@@ -56,5 +56,6 @@ def test_status_json_parses():
     p = nmbl("status", "--json")
     assert p.returncode == 0, p
     info = json.loads(p.stdout)
-    assert set(info) == {"secure_boot", "setup_mode", "lockdown", "kexec_loaded", "kernel"}
+    assert set(info) == {"secure_boot", "setup_mode", "lockdown", "kexec_loaded", "kernel",
+                         "boot_current"}
     assert info["kernel"] == os.uname().release

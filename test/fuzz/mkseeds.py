@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Write the seed corpus of the PE/UKI fuzzer: small images with the shape of
-a Linux kernel (EFI stub + boot header), a UKI holding one, and a signed
-one.  Real kernels are megabytes; the fuzzer needs only their structure.
+"""Write the seed corpora of the fuzzers: for the PE/UKI parser, small images
+with the shape of a Linux kernel (EFI stub + boot header), a UKI holding one,
+and a signed one (real kernels are megabytes; the fuzzer needs only their
+structure); for the Authenticode reader, certificate tables; for the EFI
+load-option decoder, Boot#### values as firmware and nmbl write them.
 
-    test/fuzz/mkseeds.py test/fuzz/corpus/pe [SIGNATURE.der]
+    test/fuzz/mkseeds.py test/fuzz/corpus [SIGNATURE.der]
 
 SIGNATURE.der, a PKCS#7 SignedData (any content) whose signer certificate it
 carries, becomes the signed seed's Authenticode signature; the committed seed
@@ -15,6 +17,7 @@ was made with Debian's OVMF test certificate ("snakeoil"):
 import os
 import struct
 import sys
+import uuid
 
 LFANEW = 0x400  # after the setup code, as in a real kernel
 OPT_SIZE = 240  # PE32+ with 16 data directories
@@ -55,8 +58,47 @@ def pe(sections, cert=b"", linux_version=None):
     return bytes(image)
 
 
-def main(directory, signature=None):
-    os.makedirs(directory, exist_ok=True)
+def utf16(text):
+    return text.encode("utf-16-le") + b"\0\0"
+
+
+def node(kind, subtype, data):
+    return struct.pack("<BBH", kind, subtype, 4 + len(data)) + data
+
+
+def load_option(description, path, optional=b""):
+    """An EFI_LOAD_OPTION; PATH is the device path's nodes, without the end."""
+    path += node(0x7f, 0xff, b"")
+    return struct.pack("<IH", 1, len(path)) + utf16(description) + path + optional
+
+
+def guid(text):
+    return uuid.UUID(text).bytes_le
+
+
+def loadopt_seeds():
+    hd = node(4, 1, struct.pack("<IQQ", 1, 2048, 204800)
+              + guid("e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0") + b"\x02\x02")
+    mbr = node(4, 1, struct.pack("<IQQ", 2, 63, 1000) + b"\x78\x56\x34\x12" + b"\0" * 12
+               + b"\x01\x01")
+    pci = node(2, 1, struct.pack("<II", 0x0a0341d0, 0)) + node(1, 1, b"\x00\x03")
+    return {
+        "nmbl.opt": load_option("nmbl", hd + node(4, 4, utf16("\\EFI\\nmbl\\nmbl.efi"))),
+        "split-file.opt": load_option("Windows Boot Manager",
+                                      hd + node(4, 4, utf16("\\EFI\\Microsoft"))
+                                      + node(4, 4, utf16("Boot\\bootmgfw.efi")),
+                                      b"WINDOWS\0"),
+        "mbr.opt": load_option("old disk", mbr + node(4, 4, utf16("\\boot.efi"))),
+        "shell.opt": load_option("EFI Internal Shell",
+                                 node(4, 7, guid("7cb8bdc9-f8eb-4f34-aaea-3ee4af6516a1"))
+                                 + node(4, 6, guid("7c04a583-9e3e-4f1c-ad65-e05268d0b4d1"))),
+        "two-instances.opt": load_option("UEFI QEMU HARDDISK \u00e9\U0001f600",
+                                         pci + node(3, 1, b"\x01\x00") + node(0x7f, 1, b"")
+                                         + pci),
+    }
+
+
+def main(root, signature=None):
     kernel = pe([(".text", b"\x90" * 64)], linux_version="6.1.0-test (nmbl) #1 SMP")
     pkcs7 = open(signature, "rb").read() if signature else b"\x30\x82" + b"\0" * 14
     win_cert = struct.pack("<IHH", 8 + len(pkcs7), 0x0200, 0x0002) + pkcs7
@@ -69,11 +111,21 @@ def main(directory, signature=None):
                        (".ucode", b"UCODE"), (".linux", kernel), (".initrd", b"07070100")]),
         "efi-program.efi": pe([(".text", b"\xc3")]),
     }
-    for name, blob in seeds.items():
-        with open(os.path.join(directory, name), "wb") as f:
-            f.write(blob)
+    other_cert = struct.pack("<IHH", 8 + 4, 0x0100, 0x0001) + b"X509"
+    other_cert += b"\0" * (-len(other_cert) % 8)
+    corpora = {
+        "pe": seeds,
+        "authenticode": {"one.cert": win_cert, "two.cert": other_cert + win_cert},
+        "loadopt": loadopt_seeds(),
+    }
+    for corpus, files in corpora.items():
+        directory = os.path.join(root, corpus)
+        os.makedirs(directory, exist_ok=True)
+        for name, blob in files.items():
+            with open(os.path.join(directory, name), "wb") as f:
+                f.write(blob)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "pe"),
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus"),
          sys.argv[2] if len(sys.argv) > 2 else None)

@@ -15,7 +15,12 @@
  *   NMBL-TARGET-INITRD <marker> <marker> ...     (empty list: no marker)
  *   NMBL-TARGET-UPTIME <first field of /proc/uptime>
  *   NMBL-TARGET-EFIVAR <name>=<value>   for each Boot Loader Interface
- *                                      variable the boot left (UTF-16)
+ *                                      variable the boot left (UTF-16;
+ *                                      LoaderFeatures in hex)
+ *   NMBL-TARGET-EFIVAR-SET <name>=<value> for each nmbl_test.efivar=<name>=<value>
+ *                                      on the command line: what
+ *                                      "bootctl set-oneshot/set-default"
+ *                                      would write, written before power-off
  */
 
 #include <dirent.h>
@@ -149,20 +154,24 @@ static ssize_t read_text(const char *dir, const char *name, char *buf,
 	return len;
 }
 
+#define EFIVARS "/sys/firmware/efi/efivars"
+#define LOADER_GUID "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
 /* systemd's Boot Loader Interface: what the boot loader said of the boot,
- * as bootctl status would show it.  efivarfs needs its module, which the
- * target initramfs loads. */
+ * as bootctl status would show it, and what the last boot asked of this
+ * one.  efivarfs needs its module, which the target initramfs loads. */
 static void report_loader_variables(void)
 {
 	static const char *const names[] = {
 		"LoaderInfo", "LoaderEntrySelected", "LoaderDevicePartUUID",
 		"LoaderImageIdentifier", "LoaderFirmwareType", "StubInfo",
+		"LoaderTimeInitUSec", "LoaderTimeExecUSec", "LoaderFeatures",
+		"LoaderEntryOneShot", "LoaderEntryDefault",
 	};
-	static const char dir[] = "/sys/firmware/efi/efivars";
 
-	if (mount("efivarfs", dir, "efivarfs", MS_NOSUID | MS_NOEXEC | MS_RDONLY, NULL) < 0 &&
+	if (mount("efivarfs", EFIVARS, "efivarfs", MS_NOSUID | MS_NOEXEC, NULL) < 0 &&
 	    errno != EBUSY) {
-		out_line("NMBL-TARGET-WARN mount %s: %s", dir, strerror(errno));
+		out_line("NMBL-TARGET-WARN mount %s: %s", EFIVARS, strerror(errno));
 		return;
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -171,14 +180,22 @@ static void report_loader_variables(void)
 		ssize_t n;
 		int fd;
 
-		snprintf(path, sizeof(path), "%s/%s-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
-			 dir, names[i]);
+		snprintf(path, sizeof(path), EFIVARS "/%s-" LOADER_GUID, names[i]);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		while ((n = read(fd, raw + len, sizeof(raw) - len)) > 0)
 			len += (size_t)n;
 		close(fd);
+		if (strcmp(names[i], "LoaderFeatures") == 0) {
+			/* A little-endian 64-bit mask. */
+			unsigned long long mask = 0;
+
+			for (size_t j = len; j > 4; j--)
+				mask = mask << 8 | (unsigned char)raw[j - 1];
+			out_line("NMBL-TARGET-EFIVAR %s=%#llx", names[i], mask);
+			continue;
+		}
 		/* 4 bytes of attributes, then UTF-16LE; ASCII is all we print. */
 		for (size_t j = 4; j + 1 < len && v + 1 < sizeof(value); j += 2) {
 			if (raw[j] == 0 && raw[j + 1] == 0)
@@ -187,6 +204,52 @@ static void report_loader_variables(void)
 		}
 		value[v] = '\0';
 		out_line("NMBL-TARGET-EFIVAR %s=%s", names[i], value);
+	}
+}
+
+/* Write NAME=VALUE (ASCII) as bootctl does: UTF-16LE with its NUL,
+ * non-volatile, boot service and runtime access. */
+static void set_loader_variable(const char *name, size_t name_len, const char *value)
+{
+	unsigned char data[4 + 2 * 256] = { 0x07, 0, 0, 0 };
+	size_t len = 4;
+	char path[256];
+	int fd;
+
+	for (const char *c = value; *c && len + 4 <= sizeof(data); c++) {
+		data[len++] = (unsigned char)*c;
+		data[len++] = 0;
+	}
+	data[len++] = 0;
+	data[len++] = 0;
+	snprintf(path, sizeof(path), EFIVARS "/%.*s-" LOADER_GUID, (int)name_len, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len) {
+		out_line("NMBL-TARGET-WARN write %s: %s", path, strerror(errno));
+	} else {
+		out_line("NMBL-TARGET-EFIVAR-SET %.*s=%s", (int)name_len, name, value);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static void set_requested_variables(void)
+{
+	static const char key[] = "nmbl_test.efivar=";
+	char cmdline[CMDLINE_MAX_LEN];
+	char *word, *save = NULL;
+
+	if (read_text(NULL, "/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
+		return;
+	for (word = strtok_r(cmdline, " \n", &save); word; word = strtok_r(NULL, " \n", &save)) {
+		char *eq;
+
+		if (strncmp(word, key, sizeof(key) - 1) != 0)
+			continue;
+		word += sizeof(key) - 1;
+		eq = strchr(word, '=');
+		if (eq)
+			set_loader_variable(word, (size_t)(eq - word), eq + 1);
 	}
 }
 
@@ -292,8 +355,10 @@ int main(void)
 	report_up();
 	report_initrd_markers();
 	report_uptime();
-	if (pid1)
+	if (pid1) {
 		report_loader_variables();
+		set_requested_variables();
+	}
 
 	if (!pid1)
 		return EXIT_SUCCESS;

@@ -119,3 +119,22 @@ int nmbl_sys_efivar_write(const char *path, const void *data, size_t len)
 	fixture_write(path + strlen(fake.root), data, len);
 	return 0;
 }
+
+int nmbl_sys_efivar_delete(const char *path)
+{
+	const char *name = strrchr(path, '/');
+
+	record("efivar-delete %s;", name ? name + 1 : path);
+	if (fake.efivar_errno)
+		return fake.efivar_errno;
+	return remove(path) < 0 ? -errno : 0;
+}
+
+int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec)
+{
+	if (!fake.clock_now_usec)
+		return -EOPNOTSUPP;
+	*ret_now_usec = fake.clock_now_usec;
+	*ret_kernel_usec = fake.clock_kernel_usec;
+	return 0;
+}

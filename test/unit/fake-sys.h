@@ -11,6 +11,8 @@ struct fake_sys {
 	const char *root; /* stripped from recorded paths */
 	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno,
 	    finit_errno, efivar_errno;
+	/* The boot clock; 0 = none. */
+	uint64_t clock_now_usec, clock_kernel_usec;
 	struct {
 		int32_t keyring, id;
 		const char *description;

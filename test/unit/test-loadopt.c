@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "nmbl-private.h"
+#include "unit.h"
+
+#define GLOBAL "-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#define ESP_UUID "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0"
+
+static struct nmbl_ctx *ctx;
+
+static void test_build_and_parse_round_trip(void)
+{
+	struct nmbl_load_option *opt = NULL;
+	const void *extra = (const void *)1;
+	void *buf = NULL;
+	size_t len = 0;
+
+	CHECK_INT(nmbl_load_option_build("Windows Boot Manager", ESP_UUID, 1, 2048, 204800,
+					  "/EFI/Microsoft/Boot/bootmgfw.efi", &buf, &len),
+		  0);
+	/* 6 + 21 UTF-16 units + HD node + file node (33 units + 4) + end */
+	CHECK_INT(len, 6 + 42 + 42 + (66 + 4) + 4);
+	CHECK_INT(nmbl_load_option_parse(buf, len, &opt), 0);
+	CHECK_INT(nmbl_load_option_get_attributes(opt), 1);
+	CHECK_STR(nmbl_load_option_get_description(opt), "Windows Boot Manager");
+	CHECK_STR(nmbl_load_option_get_device_path(opt),
+		  "HD(1,GPT,E5B0E5B0-1111-4222-8333-E5B0E5B0E5B0,0x800,0x32000)/"
+		  "\\EFI\\Microsoft\\Boot\\bootmgfw.efi");
+	CHECK_STR(nmbl_load_option_get_partuuid(opt), ESP_UUID);
+	CHECK_STR(nmbl_load_option_get_file(opt), "\\EFI\\Microsoft\\Boot\\bootmgfw.efi");
+	CHECK_INT(nmbl_load_option_get_optional_data(opt, &extra), 0);
+	opt = nmbl_load_option_free(opt);
+	free(buf);
+
+	/* A relative path starts at the root; the GUID's case does not matter. */
+	CHECK_INT(nmbl_load_option_build("x", "E5B0E5B0-1111-4222-8333-E5B0E5B0E5B0", 2, 1, 2,
+					  "EFI/BOOT/BOOTX64.EFI", &buf, &len),
+		  0);
+	CHECK_INT(nmbl_load_option_parse(buf, len, &opt), 0);
+	CHECK_STR(nmbl_load_option_get_file(opt), "\\EFI\\BOOT\\BOOTX64.EFI");
+	opt = nmbl_load_option_free(opt);
+	free(buf);
+}
+
+static void test_build_refuses_bad_arguments(void)
+{
+	void *buf = NULL;
+	size_t len = 0;
+
+	CHECK_INT(nmbl_load_option_build("x", "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b", 1, 0, 1,
+					  "\\a.efi", &buf, &len),
+		  -EINVAL);
+	CHECK_INT(nmbl_load_option_build("x", "e5b0e5b0x1111-4222-8333-e5b0e5b0e5b0", 1, 0, 1,
+					  "\\a.efi", &buf, &len),
+		  -EINVAL);
+	CHECK_INT(nmbl_load_option_build("x", "g5b0e5b0-1111-4222-8333-e5b0e5b0e5b0", 1, 0, 1,
+					  "\\a.efi", &buf, &len),
+		  -EINVAL);
+	CHECK_INT(nmbl_load_option_build("x", ESP_UUID, 0, 0, 1, "\\a.efi", &buf, &len), -EINVAL);
+	CHECK_INT(nmbl_load_option_build("x", ESP_UUID, 1, 0, 1, NULL, &buf, &len), -EINVAL);
+	CHECK(buf == NULL);
+}
+
+/* What OVMF makes of its built-in shell and a virtio disk. */
+static const unsigned char shell_option[] = {
+	0x01, 0x00, 0x00, 0x00, 0x2c, 0x00,
+	'S', 0, 'h', 0, 0xe9, 0, 'l', 0, 'l', 0, 0, 0,
+	/* Fv(7CB8BDC9-F8EB-4F34-AAEA-3EE4AF6516A1) */
+	0x04, 0x07, 0x14, 0x00, 0xc9, 0xbd, 0xb8, 0x7c, 0xeb, 0xf8, 0x34, 0x4f,
+	0xaa, 0xea, 0x3e, 0xe4, 0xaf, 0x65, 0x16, 0xa1,
+	/* FvFile(7C04A583-9E3E-4F1C-AD65-E05268D0B4D1) */
+	0x04, 0x06, 0x14, 0x00, 0x83, 0xa5, 0x04, 0x7c, 0x3e, 0x9e, 0x1c, 0x4f,
+	0xad, 0x65, 0xe0, 0x52, 0x68, 0xd0, 0xb4, 0xd1,
+	0x7f, 0xff, 0x04, 0x00,
+	/* optional data */
+	'N', 'O',
+};
+
+static const unsigned char disk_option[] = {
+	0x01, 0x00, 0x00, 0x00, 0x20, 0x00,
+	'd', 0, 0, 0,
+	/* PciRoot(0x0)/Pci(0x3,0x0)/Path(3,1,0100) then a second instance */
+	0x02, 0x01, 0x0c, 0x00, 0xd0, 0x41, 0x03, 0x0a, 0x00, 0x00, 0x00, 0x00,
+	0x01, 0x01, 0x06, 0x00, 0x00, 0x03,
+	0x03, 0x01, 0x06, 0x00, 0x01, 0x00,
+	0x7f, 0x01, 0x04, 0x00,
+	0x7f, 0xff, 0x04, 0x00,
+};
+
+/* The disks firmware boots from, each as UEFI's text names it. */
+static const unsigned char sata_nvme_usb_scsi[] = {
+	0x01, 0x00, 0x00, 0x00, 0x2c, 0x00,
+	0, 0,
+	0x03, 0x12, 0x0a, 0x00, 0x01, 0x00, 0xff, 0xff, 0x00, 0x00,
+	0x03, 0x17, 0x10, 0x00, 0x01, 0x00, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 7, 8,
+	0x03, 0x05, 0x06, 0x00, 0x02, 0x00,
+	0x03, 0x02, 0x08, 0x00, 0x00, 0x00, 0x01, 0x00,
+	0x7f, 0xff, 0x04, 0x00,
+};
+
+static void test_parse_firmware_options(void)
+{
+	struct nmbl_load_option *opt = NULL;
+	const void *extra = NULL;
+
+	CHECK_INT(nmbl_load_option_parse(shell_option, sizeof(shell_option), &opt), 0);
+	CHECK_STR(nmbl_load_option_get_description(opt), "Sh\xc3\xa9ll");
+	CHECK_STR(nmbl_load_option_get_device_path(opt),
+		  "Fv(7CB8BDC9-F8EB-4F34-AAEA-3EE4AF6516A1)/"
+		  "FvFile(7C04A583-9E3E-4F1C-AD65-E05268D0B4D1)");
+	CHECK(nmbl_load_option_get_partuuid(opt) == NULL);
+	CHECK(nmbl_load_option_get_file(opt) == NULL);
+	CHECK_INT(nmbl_load_option_get_optional_data(opt, &extra), 2);
+	CHECK(extra && memcmp(extra, "NO", 2) == 0);
+	opt = nmbl_load_option_free(opt);
+
+	CHECK_INT(nmbl_load_option_parse(disk_option, sizeof(disk_option), &opt), 0);
+	CHECK_STR(nmbl_load_option_get_device_path(opt),
+		  "PciRoot(0x0)/Pci(0x3,0x0)/Path(3,1,0100),");
+	opt = nmbl_load_option_free(opt);
+
+	CHECK_INT(nmbl_load_option_parse(sata_nvme_usb_scsi, sizeof(sata_nvme_usb_scsi), &opt), 0);
+	CHECK_STR(nmbl_load_option_get_description(opt), "");
+	CHECK_STR(nmbl_load_option_get_device_path(opt),
+		  "Sata(0x1,0xffff,0x0)/NVMe(0x1,01-02-03-04-05-06-07-08)/USB(0x2,0x0)/Scsi(0x0,0x1)");
+	opt = nmbl_load_option_free(opt);
+}
+
+static void test_parse_refuses_malformed_options(void)
+{
+	struct nmbl_load_option *opt = NULL;
+	unsigned char b[sizeof(shell_option)];
+
+	/* Every cut of a valid option that loses the end node is malformed. */
+	for (size_t n = 0; n < sizeof(shell_option) - 2; n++)
+		CHECK_INT(nmbl_load_option_parse(shell_option, n, &opt), -EBADMSG);
+	CHECK(opt == NULL);
+	/* The path list claims more than there is. */
+	memcpy(b, shell_option, sizeof(b));
+	b[4] = 0x40;
+	CHECK_INT(nmbl_load_option_parse(b, sizeof(b), &opt), -EBADMSG);
+	/* A node shorter than its header, or longer than the list. */
+	memcpy(b, shell_option, sizeof(b));
+	b[18 + 2] = 0x03;
+	CHECK_INT(nmbl_load_option_parse(b, sizeof(b), &opt), -EBADMSG);
+	b[18 + 2] = 0x40;
+	CHECK_INT(nmbl_load_option_parse(b, sizeof(b), &opt), -EBADMSG);
+	/* No end node inside the list. */
+	memcpy(b, shell_option, sizeof(b));
+	b[58] = 0x03;
+	CHECK_INT(nmbl_load_option_parse(b, sizeof(b), &opt), -EBADMSG);
+	CHECK(opt == NULL);
+}
+
+static void test_utf16_conversions(void)
+{
+	static const unsigned char pair[] = { 0x3d, 0xd8, 0x00, 0xde, 'a', 0 };
+	static const unsigned char lone_low[] = { 0x00, 0xde, 'a', 0, 0, 0, 'b', 0 };
+	static const unsigned char lone_high_at_end[] = { 'a', 0, 0x3d, 0xd8 };
+	char *s = NULL;
+	void *u = NULL;
+	size_t len = 0;
+
+	CHECK_INT(nmbl_utf16_to_utf8(pair, sizeof(pair), &s), 0);
+	CHECK_STR(s, "\xf0\x9f\x98\x80" "a");
+	free(s);
+	/* Stops at the NUL; a lone surrogate becomes U+FFFD. */
+	CHECK_INT(nmbl_utf16_to_utf8(lone_low, sizeof(lone_low), &s), 0);
+	CHECK_STR(s, "\xef\xbf\xbd" "a");
+	free(s);
+	CHECK_INT(nmbl_utf16_to_utf8(lone_high_at_end, sizeof(lone_high_at_end), &s), 0);
+	CHECK_STR(s, "a\xef\xbf\xbd");
+	free(s);
+	/* An odd byte at the end is no unit. */
+	CHECK_INT(nmbl_utf16_to_utf8("a\0b", 3, &s), 0);
+	CHECK_STR(s, "a");
+	free(s);
+
+	CHECK_INT(nmbl_utf8_to_utf16("\xf0\x9f\x98\x80" "\xc3\xa9", &u, &len), 0);
+	CHECK_INT(len, 8);
+	CHECK(memcmp(u, "\x3d\xd8\x00\xde\xe9\0\0\0", 8) == 0);
+	free(u);
+	/* Broken UTF-8 (a cut sequence, a stray continuation) becomes U+FFFD. */
+	CHECK_INT(nmbl_utf8_to_utf16("\xe2\x82" "a\x80", &u, &len), 0);
+	CHECK_INT(len, 8);
+	CHECK(memcmp(u, "\xfd\xff" "a\0" "\xfd\xff\0\0", 8) == 0);
+	free(u);
+}
+
+static void test_boot_current_from_efivarfs(void)
+{
+	struct nmbl_load_option *opt = NULL;
+	unsigned char var[4 + sizeof(shell_option)];
+	unsigned n = 0;
+
+	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0\0\0\x0a\x00", 6);
+	CHECK_INT(nmbl_get_boot_current(ctx, &n), 0);
+	CHECK_INT(n, 10);
+	memcpy(var, "\x07\0\0\0", 4);
+	memcpy(var + 4, shell_option, sizeof(shell_option));
+	fixture_write("/sys/firmware/efi/efivars/Boot000A" GLOBAL, var, sizeof(var));
+	CHECK_INT(nmbl_read_boot_option(ctx, n, &opt), 0);
+	CHECK_STR(nmbl_load_option_get_description(opt), "Sh\xc3\xa9ll");
+	opt = nmbl_load_option_free(opt);
+
+	/* Broken variables: short, long, missing. */
+	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0\0\0\x0a", 5);
+	CHECK_INT(nmbl_get_boot_current(ctx, &n), -EBADMSG);
+	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0\0\0\x0a\0\0", 7);
+	CHECK_INT(nmbl_get_boot_current(ctx, &n), -EFBIG);
+	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0", 2);
+	CHECK_INT(nmbl_get_boot_current(ctx, &n), -EBADMSG);
+	CHECK_INT(n, 10);
+	fixture_write("/sys/firmware/efi/efivars/Boot000B" GLOBAL, "\x07\0\0\0\x01", 5);
+	CHECK_INT(nmbl_read_boot_option(ctx, 11, &opt), -EBADMSG);
+	CHECK_INT(nmbl_read_boot_option(ctx, 12, &opt), -ENOENT);
+	CHECK_INT(nmbl_read_boot_option(ctx, 0x10000, &opt), -EINVAL);
+	CHECK(opt == NULL);
+}
+
+int main(void)
+{
+	static void (*const tests[])(void) = {
+		test_build_and_parse_round_trip,
+		test_build_refuses_bad_arguments,
+		test_parse_firmware_options,
+		test_parse_refuses_malformed_options,
+		test_utf16_conversions,
+		test_boot_current_from_efivarfs,
+		NULL,
+	};
+	int r;
+
+	if (nmbl_new(fixture_root(), &ctx) < 0)
+		return 2;
+	r = unit_main(tests);
+	nmbl_unref(ctx);
+	return r;
+}
