@@ -277,6 +277,30 @@ static bool systemd_is_pid1(const struct nmbl_ctx *ctx)
 	       strcmp(comm, "systemd") == 0;
 }
 
+/*
+ * Hand the machine over: through systemd when it runs as PID 1 (it stops
+ * services and unmounts; the job is queued when systemctl returns, so wait
+ * to be stopped), otherwise sync, unmount nmbl's mounts and reboot(2).
+ */
+static int restart(struct nmbl_ctx *ctx, bool kexec)
+{
+	int r;
+
+	if (systemd_is_pid1(ctx)) {
+		r = nmbl_sys_systemctl(kexec ? "kexec" : "reboot");
+		if (r < 0)
+			return r;
+		sleep(NMBL_SYSTEMD_KEXEC_TIMEOUT_SEC);
+		return -ETIMEDOUT;
+	}
+	sync();
+	r = nmbl_umount_all(ctx);
+	if (r < 0)
+		nmbl_notice(ctx, "could not unmount everything: %s",
+			    strerror(-r));
+	return nmbl_sys_reboot(kexec);
+}
+
 NMBL_EXPORT int nmbl_exec(struct nmbl_ctx *ctx)
 {
 	int r;
@@ -288,19 +312,12 @@ NMBL_EXPORT int nmbl_exec(struct nmbl_ctx *ctx)
 		return r;
 	if (r == 0)
 		return -ENOENT;
-	if (systemd_is_pid1(ctx)) {
-		/* systemd stops services and unmounts, then kexecs; the job is
-		 * queued when systemctl returns, so wait to be stopped. */
-		r = nmbl_sys_systemctl_kexec();
-		if (r < 0)
-			return r;
-		sleep(NMBL_SYSTEMD_KEXEC_TIMEOUT_SEC);
-		return -ETIMEDOUT;
-	}
-	sync();
-	r = nmbl_umount_all(ctx);
-	if (r < 0)
-		nmbl_notice(ctx, "could not unmount everything: %s",
-			    strerror(-r));
-	return nmbl_sys_reboot_kexec();
+	return restart(ctx, true);
+}
+
+NMBL_EXPORT int nmbl_reboot(struct nmbl_ctx *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	return restart(ctx, false);
 }

@@ -82,6 +82,8 @@ int nmbl_unload(struct nmbl_ctx *ctx);
  * reboot(LINUX_REBOOT_CMD_KEXEC).  Returns only on failure.
  */
 int nmbl_exec(struct nmbl_ctx *ctx);
+/* Restart through the firmware, the same way.  Returns only on failure. */
+int nmbl_reboot(struct nmbl_ctx *ctx);
 
 enum nmbl_lockdown {
 	NMBL_LOCKDOWN_NONE,
@@ -123,6 +125,13 @@ int nmbl_image_get_section(const struct nmbl_image *img, size_t i,
 int nmbl_get_secure_boot(struct nmbl_ctx *ctx);
 /* 1 when the firmware has no platform key (anyone may enroll keys). */
 int nmbl_get_setup_mode(struct nmbl_ctx *ctx);
+
+/* 1 when the firmware can be asked to show its setup at the next boot
+ * (OsIndicationsSupported), 0 when not or without EFI. */
+int nmbl_get_firmware_setup_supported(struct nmbl_ctx *ctx);
+/* Ask it to (OsIndications); the caller reboots.  -EOPNOTSUPP when it
+ * cannot. */
+int nmbl_set_boot_to_firmware_setup(struct nmbl_ctx *ctx);
 
 /* 1 when a kernel is loaded for kexec, 0 when not. */
 int nmbl_get_kexec_loaded(struct nmbl_ctx *ctx);

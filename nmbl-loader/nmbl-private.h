@@ -150,8 +150,10 @@ int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd,
 int nmbl_sys_mount(const char *source, const char *target,
 		   const char *fstype, unsigned long flags, const char *data);
 int nmbl_sys_umount(const char *target);
-int nmbl_sys_reboot_kexec(void);
-int nmbl_sys_systemctl_kexec(void);
+/* reboot(2): into the loaded kernel, or through the firmware. */
+int nmbl_sys_reboot(bool kexec);
+/* "systemctl VERB": kexec or reboot. */
+int nmbl_sys_systemctl(const char *verb);
 int nmbl_sys_finit_module(int fd, const char *params);
 /* DATA is the 4-byte attribute word, then the value, written at once. */
 int nmbl_sys_efivar_write(const char *path, const void *data, size_t len);

@@ -148,3 +148,65 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 		return strerror(-err);
 	}
 }
+
+/* EFI_OS_INDICATIONS_BOOT_TO_FW_UI, in OsIndicationsSupported and
+ * OsIndications (UEFI 2.10, 8.5.4). */
+#define OS_INDICATIONS_BOOT_TO_FW_UI UINT64_C(0x1)
+
+/* A 64-bit EFI global variable; -ENOENT when it is not set. */
+static int efi_global_u64(struct nmbl_ctx *ctx, const char *name, uint64_t *ret)
+{
+	_cleanup_free_ char *path = NULL, *raw = NULL;
+	uint64_t v = 0;
+	size_t len;
+	int r;
+
+	if (asprintf(&path, NMBL_EFIVARS "%s-" NMBL_EFI_GLOBAL_GUID, name) < 0)
+		return -ENOMEM;
+	r = nmbl_read_file(ctx, path, 12, &raw, &len);
+	if (r < 0)
+		return r;
+	if (len != 12)
+		return -EBADMSG;
+	for (int i = 11; i >= 4; i--)
+		v = v << 8 | (unsigned char)raw[i];
+	*ret = v;
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_get_firmware_setup_supported(struct nmbl_ctx *ctx)
+{
+	uint64_t supported;
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = efi_global_u64(ctx, "OsIndicationsSupported", &supported);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	return (supported & OS_INDICATIONS_BOOT_TO_FW_UI) != 0;
+}
+
+NMBL_EXPORT int nmbl_set_boot_to_firmware_setup(struct nmbl_ctx *ctx)
+{
+	unsigned char data[12] = { 0x07, 0, 0, 0 }; /* NV, BS, RT */
+	_cleanup_free_ char *path = NULL;
+	uint64_t indications = 0;
+	int r;
+
+	r = nmbl_get_firmware_setup_supported(ctx);
+	if (r <= 0)
+		return r < 0 ? r : -EOPNOTSUPP;
+	r = efi_global_u64(ctx, "OsIndications", &indications);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	indications |= OS_INDICATIONS_BOOT_TO_FW_UI;
+	for (int i = 0; i < 8; i++)
+		data[4 + i] = (unsigned char)(indications >> (8 * i));
+	path = nmbl_path(ctx, NMBL_EFIVARS "OsIndications-" NMBL_EFI_GLOBAL_GUID);
+	if (!path)
+		return -ENOMEM;
+	return nmbl_sys_efivar_write(path, data, sizeof(data));
+}

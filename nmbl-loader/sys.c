@@ -44,17 +44,17 @@ int nmbl_sys_umount(const char *target)
 	return 0;
 }
 
-int nmbl_sys_reboot_kexec(void)
+int nmbl_sys_reboot(bool kexec)
 {
 	if (syscall(SYS_reboot, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2,
-		    LINUX_REBOOT_CMD_KEXEC, NULL) < 0)
+		    kexec ? LINUX_REBOOT_CMD_KEXEC : LINUX_REBOOT_CMD_RESTART, NULL) < 0)
 		return -errno;
 	return 0;
 }
 
-int nmbl_sys_systemctl_kexec(void)
+int nmbl_sys_systemctl(const char *verb)
 {
-	char *argv[] = { "systemctl", "kexec", NULL };
+	char *argv[] = { "systemctl", (char *)verb, NULL };
 	pid_t pid;
 	int status, r;
 

@@ -56,15 +56,15 @@ int nmbl_sys_umount(const char *target)
 	return 0;
 }
 
-int nmbl_sys_reboot_kexec(void)
+int nmbl_sys_reboot(bool kexec)
 {
-	record("reboot_kexec;");
+	record("%s;", kexec ? "reboot_kexec" : "reboot");
 	return fake.reboot_errno;
 }
 
-int nmbl_sys_systemctl_kexec(void)
+int nmbl_sys_systemctl(const char *verb)
 {
-	record("systemctl_kexec;");
+	record("systemctl_%s;", verb);
 	return fake.systemctl_errno;
 }
 

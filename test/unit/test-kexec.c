@@ -156,6 +156,22 @@ static void test_exec_through_systemd(void)
 	nmbl_unref(ctx);
 }
 
+static void test_reboot_with_and_without_systemd(void)
+{
+	struct nmbl_ctx *ctx = setup();
+
+	fake.reboot_errno = -EPERM;
+	CHECK_INT(nmbl_reboot(ctx), -EPERM);
+	CHECK_STR(fake.calls, "reboot;");
+	fixture_text("/proc/1/comm", "systemd\n");
+	fake.calls[0] = '\0';
+	fake.systemctl_errno = -EIO;
+	CHECK_INT(nmbl_reboot(ctx), -EIO);
+	CHECK_STR(fake.calls, "systemctl_reboot;");
+	CHECK_INT(nmbl_reboot(NULL), -EINVAL);
+	nmbl_unref(ctx);
+}
+
 static void test_exec_needs_a_loaded_kernel(void)
 {
 	struct nmbl_ctx *ctx = setup();
@@ -178,6 +194,7 @@ int main(void)
 		test_exec_without_systemd_unmounts_then_reboots,
 		test_exec_through_systemd,
 		test_exec_needs_a_loaded_kernel,
+		test_reboot_with_and_without_systemd,
 		NULL,
 	};
 	return unit_main(tests);

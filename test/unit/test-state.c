@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fake-sys.h"
 #include "nmbl-private.h"
 #include "unit.h"
 
@@ -80,6 +81,37 @@ static void test_strerror_names_the_fault(void)
 	CHECK_STR(nmbl_strerror(-EACCES), strerror(EACCES));
 }
 
+#define OSI_SUPPORTED "/sys/firmware/efi/efivars/OsIndicationsSupported-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#define OSI "/sys/firmware/efi/efivars/OsIndications-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+
+static void test_firmware_setup(void)
+{
+	FILE *f;
+	unsigned char buf[16];
+
+	/* No EFI, or firmware that cannot: not supported, nothing written. */
+	CHECK_INT(nmbl_get_firmware_setup_supported(ctx), 0);
+	CHECK_INT(nmbl_set_boot_to_firmware_setup(ctx), -EOPNOTSUPP);
+	fixture_write(OSI_SUPPORTED, "\x06\0\0\0\x42\0\0\0\0\0\0\0", 12);
+	CHECK_INT(nmbl_get_firmware_setup_supported(ctx), 0);
+	/* Broken: too short. */
+	fixture_write(OSI_SUPPORTED, "\x06\0\0\0\x01\0", 6);
+	CHECK_INT(nmbl_get_firmware_setup_supported(ctx), -EBADMSG);
+
+	fixture_write(OSI_SUPPORTED, "\x06\0\0\0\x07\0\0\0\0\0\0\0", 12);
+	CHECK_INT(nmbl_get_firmware_setup_supported(ctx), 1);
+	/* Other indications already asked for stay. */
+	fixture_write(OSI, "\x07\0\0\0\x04\0\0\0\0\0\0\x80", 12);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_set_boot_to_firmware_setup(ctx), 0);
+	CHECK_STR(fake.calls, "efivar OsIndications-8be4df61-93ca-11d2-aa0d-00e098032b8c 12;");
+	f = fopen(fixture_path(OSI), "rb");
+	CHECK(f && fread(buf, 1, sizeof(buf), f) == 12);
+	if (f)
+		fclose(f);
+	CHECK(memcmp(buf, "\x07\0\0\0\x05\0\0\0\0\0\0\x80", 12) == 0);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -87,10 +119,12 @@ int main(void)
 		test_secure_boot,
 		test_kexec_loaded,
 		test_strerror_names_the_fault,
+		test_firmware_setup,
 		NULL,
 	};
 	int r;
 
+	fake.root = fixture_root();
 	if (nmbl_new(fixture_root(), &ctx) < 0)
 		return 2;
 	r = unit_main(tests);

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Ask nmbl's grub-emu what a disk's grub.cfg makes of it, without booting:
+the menus it would show and what the chosen entry would boot.
+
+grub-emu runs without --kexec and with the GRUB variable nmbl_list set
+(grub-emu-patches/0004): it prints each menu as tab-separated lines, boots
+the entry the menu would boot after its timeout (the files are checked
+through GRUB's own file systems, nothing is mounted) and exits.  Strings in
+those lines are quoted as a shell quotes them: GRUB's terminal turns tabs
+into spaces.  It starts
+from nmbl's own first grub.cfg, as in the UKI, with the disk as (hd0).
+
+    import menu; result = menu.run("disk.img", request="id")
+"""
+
+import fcntl
+import os
+import pty
+import re
+import select
+import shlex
+import struct
+import subprocess
+import tempfile
+import termios
+import time
+
+BUILD = os.environ.get("NMBL_BUILD", "build")
+TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+BOOTSTRAP = os.path.abspath(os.path.join(TOP, "dracut", "modules.d", "90nmbl", "grub.cfg"))
+ANSI = re.compile(r"\x1b\[[0-9;?=]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+
+
+class Result:
+    """MENUS: each menu shown, outermost first, as a dict with "entries"
+    ([kind, id, title, classes, users] each), "default" (index) and
+    "timeout" ([seconds, style]).  KERNEL, INITRDS, CMDLINE: what the entry
+    would boot (None when nothing was).  ERRORS: GRUB's "error: ..." lines.
+    OUTPUT: everything grub-emu printed, cleaned."""
+
+    def __init__(self, output):
+        self.output = output
+        self.menus = []
+        self.kernel = self.cmdline = None
+        self.initrds = []
+        self.errors = []
+        menu = None
+        for line in output.splitlines():
+            # GRUB's progress lines for the files it read end without a
+            # newline: a listing line may follow one on the same line.
+            listing = re.search(r"nmbl-(menu|default|timeout) .*", line)
+            if listing:
+                fields = shlex.split(listing.group(0))
+                if fields[0] == "nmbl-menu":
+                    if menu is None:
+                        menu = {"entries": []}
+                        self.menus.append(menu)
+                    menu["entries"].append(fields[2:7])
+                elif fields[0] == "nmbl-default" and menu is not None:
+                    menu["default"] = int(fields[1])
+                elif fields[0] == "nmbl-timeout" and menu is not None:
+                    menu["timeout"] = [int(fields[1]), fields[2]]
+                    menu = None
+            elif line.startswith("kernel "):
+                self.kernel = line[len("kernel "):]
+            elif line.startswith("initrd "):
+                self.initrds.append(line[len("initrd "):])
+            elif line.startswith("cmdline "):
+                self.cmdline = line[len("cmdline "):]
+            elif line.startswith("error: ") and "--kexec" not in line:
+                self.errors.append(line[len("error: "):])
+
+    def titles(self, level=0):
+        return [e[2] for e in self.menus[level]["entries"]]
+
+    def ids(self, level=0):
+        return [e[1] for e in self.menus[level]["entries"]]
+
+    def default_id(self, level=0):
+        menu = self.menus[level]
+        return menu["entries"][menu["default"]][1]
+
+
+def grub_emu():
+    return os.path.join(BUILD, "grub-emu")
+
+
+def run(image, request=None, timeout=60):
+    """List IMAGE's menu and boot its default entry, or the entry REQUEST
+    names (as LoaderEntryOneShot would: an id, a glob, "id>id")."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "device.map"), "w") as f:
+            f.write(f"(hd0) {os.path.abspath(image)}\n")
+        with open(os.path.join(tmp, "grub.cfg"), "w") as f:
+            f.write("set nmbl_list=1\nexport nmbl_list\n")
+            if request:
+                f.write(f"set nmbl_entry_oneshot='{request}'\nexport nmbl_entry_oneshot\n")
+            f.write(f"source {BOOTSTRAP}\n")
+        # A terminal as wide as any line: GRUB wraps at the terminal's width.
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 100, 4000, 0, 0))
+        proc = subprocess.Popen(
+            [grub_emu(), "--root=host", f"--directory={tmp}",
+             f"--device-map={os.path.join(tmp, 'device.map')}"],
+            stdin=slave, stdout=slave, stderr=slave, close_fds=True, env={"TERM": "dumb"})
+        os.close(slave)
+        out = bytearray()
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"grub-emu still running after {timeout} s:\n"
+                                       + out.decode(errors="replace")[-3000:])
+                ready, _, _ = select.select([master], [], [], left)
+                if not ready:
+                    continue
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the other side is closed
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            proc.kill()
+            proc.wait()
+            os.close(master)
+    text = ANSI.sub("", out.decode(errors="replace")).replace("\r", "")
+    return Result(text)
