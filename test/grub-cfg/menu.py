@@ -19,8 +19,10 @@ import pty
 import re
 import select
 import shlex
+import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import termios
 import time
@@ -28,6 +30,9 @@ import time
 BUILD = os.environ.get("NMBL_BUILD", "build")
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BOOTSTRAP = os.path.abspath(os.path.join(TOP, "dracut", "modules.d", "90nmbl", "grub.cfg"))
+sys.path.insert(0, os.path.join(TOP, "test", "vm"))
+import mkdisk  # noqa: E402
+
 ANSI = re.compile(r"\x1b\[[0-9;?=]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
 
@@ -79,6 +84,64 @@ class Result:
     def default_id(self, level=0):
         menu = self.menus[level]
         return menu["entries"][menu["default"]][1]
+
+
+def disk(case, name, **layout):
+    """A fresh disk image of CASE (a directory of test/grub-cfg/ holding the
+    esp/, boot/ and root/ trees the distribution writes), named NAME below
+    the build directory; LAYOUT goes to mkdisk.build (UUIDs and the like).
+    Returns (path, layout).  Fresh each time: a run may write grubenv."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    top = os.path.join(BUILD, "test", "grub-cfg", name)
+    shutil.rmtree(top, ignore_errors=True)
+    os.makedirs(top)
+    path = os.path.join(top, "disk.img")
+    trees = {role: os.path.join(here, case, role) for role in ("esp", "boot", "root")
+             if os.path.isdir(os.path.join(here, case, role))}
+    return path, mkdisk.build(path, **trees, **layout)
+
+
+def _partition(path, layout, role):
+    """Partition ROLE of image PATH copied to a file of its own, for
+    debugfs; returns (that file, the partition's layout)."""
+    part = next(p for p in layout["partitions"] if p["role"] == role)
+    fs = f"{path}.{role}"
+    with open(path, "rb") as src, open(fs, "wb") as dst:
+        src.seek(part["start"])
+        dst.write(src.read(part["size"]))
+    return fs, part
+
+
+def _dump(fs, file):
+    out = fs + ".grubenv"
+    subprocess.run(["debugfs", "-R", f"dump {file} {out}", fs], check=True, capture_output=True)
+    return out
+
+
+def grubenv(path, layout, role, file):
+    """FILE (e.g. /grub2/grubenv) on ext4 partition ROLE of image PATH, as
+    grub-editenv lists it."""
+    fs, _ = _partition(path, layout, role)
+    out = subprocess.run(["grub-editenv", _dump(fs, file), "list"], check=True,
+                         capture_output=True, text=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+def set_grubenv(path, layout, role, file, **values):
+    """grub-editenv FILE set NAME=VALUE..., on the disk image: the new
+    block goes where the file's block is, as GRUB itself writes it."""
+    fs, part = _partition(path, layout, role)
+    env = _dump(fs, file)
+    subprocess.run(["grub-editenv", env, "set"] + [f"{k}={v}" for k, v in values.items()],
+                   check=True)
+    blocks = subprocess.run(["debugfs", "-R", f"blocks {file}", fs], check=True,
+                            capture_output=True, text=True).stdout.split()
+    with open(env, "rb") as f:
+        data = f.read()
+    assert len(data) == 1024 and len(blocks) == 1, (len(data), blocks)
+    with open(path, "r+b") as f:
+        f.seek(part["start"] + int(blocks[0]) * 4096)  # mkdisk's block size
+        f.write(data)
 
 
 def grub_emu():

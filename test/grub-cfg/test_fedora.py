@@ -6,18 +6,9 @@ the BLS entries kernel-install wrote; root is btrfs with subvol=root.
 The machine id starts with digits, as many do."""
 
 import functools
-import os
-import shutil
-import subprocess
-import sys
 
 import menu
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "vm"))
-import mkdisk  # noqa: E402
-
-CASE = os.path.join(HERE, "fedora39")
 MID = "3f2a7c0e9b1d4e5f8a6b0c1d2e3f4a5b"
 BOOT_UUID = "2c9d4b1e-6f0a-4a8e-9d3c-1b7e5f2a8c40"
 ROOT_UUID = "8b5e0f3c-2d41-4c6a-b9e7-0a1f2c3d4e5f"
@@ -26,35 +17,13 @@ NEW, OLD = "6.5.12-300.fc39.x86_64", "6.5.6-300.fc39.x86_64"
 
 
 def image(name):
-    """A fresh disk of the case: every run may write grubenv."""
-    top = os.path.join(menu.BUILD, "test", "grub-cfg", name)
-    shutil.rmtree(top, ignore_errors=True)
-    os.makedirs(top)
-    path = os.path.join(top, "disk.img")
-    layout = mkdisk.build(path, esp=os.path.join(CASE, "esp"), boot=os.path.join(CASE, "boot"),
-                          esp_volid="4E2F-1A3B", boot_uuid=BOOT_UUID)
-    return path, layout
-
-
-def grubenv(path, layout):
-    """/boot/grub2/grubenv of the image as grub-editenv reads it."""
-    boot = next(p for p in layout["partitions"] if p["role"] == "boot")
-    part = path + ".boot"
-    with open(path, "rb") as src, open(part, "wb") as dst:
-        src.seek(boot["start"])
-        dst.write(src.read(boot["size"]))
-    env = part + ".grubenv"
-    subprocess.run(["debugfs", "-R", f"dump /grub2/grubenv {env}", part],
-                   check=True, capture_output=True)
-    out = subprocess.run(["grub-editenv", env, "list"], check=True, capture_output=True,
-                         text=True).stdout
-    return dict(line.split("=", 1) for line in out.splitlines())
+    return menu.disk("fedora39", name, esp_volid="4E2F-1A3B", boot_uuid=BOOT_UUID)
 
 
 @functools.cache
 def default_run():
     path, layout = image("fedora39-default")
-    return menu.run(path), grubenv(path, layout)
+    return menu.run(path), menu.grubenv(path, layout, "boot", "/grub2/grubenv")
 
 
 def test_fedora_menu_is_the_bls_entries_newest_first():
