@@ -31,7 +31,7 @@ GRUB_OBJ = $(BUILD)/grub/obj
 DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	pkg-config python3 patch xz-utils libssl-dev libkmod-dev zstd cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
-	dosfstools e2fsprogs fdisk kexec-tools efitools shellcheck grub-common
+	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common
 
 LIB_SRCS = bli.c ctx.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
 LIBS_NMBL = -lcrypto -lkmod

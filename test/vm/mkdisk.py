@@ -3,8 +3,9 @@
 """Build a GPT raw disk image from directory trees, without mounting anything.
 
 Partition 1 is the ESP (vfat), then an optional /boot (ext4), then an optional
-root (ext4). Each file system is made in a file of its own (mkfs.vfat + mcopy,
-mke2fs -d) and copied into the image at its 1 MiB aligned offset.
+root (ext4, or btrfs). Each file system is made in a file of its own
+(mkfs.vfat + mcopy, mke2fs -d, mkfs.btrfs --rootdir) and copied into the
+image at its 1 MiB aligned offset.
 
     mkdisk OUT.img --esp DIR [--boot DIR] [--root DIR] [--json] ...
     import mkdisk; layout = mkdisk.build("disk.img", esp="esp", root="root")
@@ -21,6 +22,8 @@ import tempfile
 import uuid
 
 MiB = 1024 * 1024
+# mkfs.btrfs refuses smaller file systems.
+BTRFS_MIN_MIB = 128
 SECTOR = 512
 ALIGN = 1 * MiB  # first partition at 1 MiB, every partition on a 1 MiB boundary
 
@@ -100,7 +103,16 @@ def make_ext4(path, size, tree, fs_uuid, label):
     run(cmd + [path])
 
 
-def build(out, esp, boot=None, root=None, *,
+def make_btrfs(path, size, tree, fs_uuid, label):
+    with open(path, "wb") as f:
+        f.truncate(size)
+    cmd = ["mkfs.btrfs", "-q", "-f", "-U", fs_uuid, "--rootdir", tree]
+    if label:
+        cmd += ["-L", label]
+    run(cmd + [path], stdout=subprocess.DEVNULL)
+
+
+def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
           esp_size=None, boot_size=None, root_size=None,
           esp_label=None, boot_label=None, root_label=None,
           esp_volid=None, boot_uuid=None, root_uuid=None,
@@ -110,7 +122,12 @@ def build(out, esp, boot=None, root=None, *,
 
     Sizes are in MiB (None: computed from the tree). UUIDs, the vfat volume
     id ("ABCD-1234" or "abcd1234") and the disk GUID are random unless given.
+    ROOT_FSTYPE is ext4 or btrfs (subvolumes are plain directories: btrfs-progs
+    can make subvolumes only on a mounted file system, and GRUB and Linux
+    read a path through either alike).
     """
+    if root_fstype not in ("ext4", "btrfs"):
+        raise ValueError(f"root file system must be ext4 or btrfs: {root_fstype}")
     parts = [dict(role="esp", fstype="vfat", tree=esp, mib=esp_size,
                   label=esp_label, uuid=esp_volid, partuuid=esp_partuuid,
                   type=TYPE_ESP, name="ESP")]
@@ -119,7 +136,7 @@ def build(out, esp, boot=None, root=None, *,
                           label=boot_label, uuid=boot_uuid, partuuid=boot_partuuid,
                           type=TYPE_LINUX, name="boot"))
     if root is not None:
-        parts.append(dict(role="root", fstype="ext4", tree=root, mib=root_size,
+        parts.append(dict(role="root", fstype=root_fstype, tree=root, mib=root_size,
                           label=root_label, uuid=root_uuid, partuuid=root_partuuid,
                           type=TYPE_LINUX, name="root"))
 
@@ -129,6 +146,8 @@ def build(out, esp, boot=None, root=None, *,
             raise FileNotFoundError(f"{p['role']} tree is not a directory: {p['tree']}")
         if p["mib"] is None:
             p["mib"] = default_mib(p["tree"], 0.1 if p["fstype"] == "vfat" else 0.25)
+            if p["fstype"] == "btrfs":
+                p["mib"] = max(p["mib"], BTRFS_MIN_MIB)
         p["number"] = number
         p["start"] = offset
         p["size"] = p["mib"] * MiB
@@ -184,6 +203,8 @@ def _write(out, parts, image_size, script):
             if p["fstype"] == "vfat":
                 make_vfat(fs, p["size"], p["tree"], p["volid"], p["label"],
                           p["start"] // SECTOR)
+            elif p["fstype"] == "btrfs":
+                make_btrfs(fs, p["size"], p["tree"], p["uuid"], p["label"])
             else:
                 make_ext4(fs, p["size"], p["tree"], p["uuid"], p["label"])
             # conv=sparse keeps the image sparse where the file system is empty.
@@ -196,6 +217,8 @@ def add_arguments(parser):
     parser.add_argument("--esp", required=True, metavar="DIR", help="tree for the ESP (vfat)")
     parser.add_argument("--boot", metavar="DIR", help="tree for /boot (ext4), optional")
     parser.add_argument("--root", metavar="DIR", help="tree for / (ext4), optional")
+    parser.add_argument("--root-fstype", default="ext4", choices=("ext4", "btrfs"),
+                        help="file system of / (default ext4)")
     for role in ("esp", "boot", "root"):
         parser.add_argument(f"--{role}-size", type=int, metavar="MiB",
                             help=f"size of the {role} partition (default: tree + headroom)")
@@ -208,7 +231,7 @@ def add_arguments(parser):
 
 
 def build_from_args(out, args):
-    names = ("esp_size", "boot_size", "root_size", "esp_label", "boot_label",
+    names = ("root_fstype", "esp_size", "boot_size", "root_size", "esp_label", "boot_label",
              "root_label", "esp_volid", "boot_uuid", "root_uuid", "esp_partuuid",
              "boot_partuuid", "root_partuuid", "disk_guid")
     return build(out, args.esp, args.boot, args.root,
