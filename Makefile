@@ -33,7 +33,7 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common
 
-LIB_SRCS = bli.c ctx.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
+LIB_SRCS = bli.c bootnext.c ctx.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
 LIBS_NMBL = -lcrypto -lkmod
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
@@ -258,6 +258,12 @@ $(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img dracut/mkuki
 	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-unsigned $(T)/marker.img \
 		"$(TARGET_UKI_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
 
+# An EFI program for chainloader to start, signed for the test firmware.
+EFITOOLS_DIR ?= /usr/lib/efitools/x86_64-linux-gnu
+$(T)/HelloWorld.efi: $(SIGN_KEY) $(SIGN_CERT)
+	@mkdir -p $(@D)
+	sbsign --key $(SIGN_KEY) --cert $(SIGN_CERT) --output $@ $(EFITOOLS_DIR)/HelloWorld.efi
+
 # nmbl with the VM tests' self-check: libnmbl and kexec-tools asked the same.
 SELFTEST_MODULE = test/dracut/90nmbl-selftest
 $(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*)
@@ -269,7 +275,7 @@ $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
-	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi
+	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi
 
 # --- the two commands -------------------------------------------------------
 

@@ -189,6 +189,15 @@ size_t nmbl_load_option_get_optional_data(const struct nmbl_load_option *opt,
 int nmbl_load_option_build(const char *description, const char *partuuid,
 			   uint32_t partition, uint64_t start, uint64_t size,
 			   const char *file, void **ret, size_t *ret_len);
+/*
+ * Have the firmware start FILE, an EFI program on the partition of DISK
+ * ("/dev/vda") that starts at sector START (512-byte units), once, at the
+ * next boot: a Boot#### load option for it (one that already names it is
+ * reused) and BootNext.  The caller reboots; the boot after goes by
+ * BootOrder again.  *RET_NUMBER (may be NULL) is the option's number.
+ */
+int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
+		       const char *file, const char *description, unsigned *ret_number);
 /* The number of the Boot#### option the firmware started this boot with. */
 int nmbl_get_boot_current(struct nmbl_ctx *ctx, unsigned *ret);
 int nmbl_read_boot_option(struct nmbl_ctx *ctx, unsigned number,

@@ -15,9 +15,8 @@
 #define NMBL_PROBE_SIZE (64 * 1024 + 4096)
 
 /* Partition names are short ("nvme0n1p15"); anything else is not ours. */
-#define NMBL_NAME_MAX 64
 
-static bool valid_block_name(const char *name)
+bool nmbl_valid_block_name(const char *name)
 {
 	size_t len = strlen(name);
 
@@ -25,8 +24,7 @@ static bool valid_block_name(const char *name)
 	       strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-static int read_u64(const struct nmbl_ctx *ctx, const char *path,
-		    uint64_t *ret)
+int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret)
 {
 	char buf[32], *end;
 	unsigned long long v;
@@ -47,8 +45,8 @@ static int read_u64(const struct nmbl_ctx *ctx, const char *path,
  * The name of DISK's partition that starts at START, from sysfs: the same
  * numbers GRUB read from the partition table, so no table is parsed twice.
  */
-static int find_partition(const struct nmbl_ctx *ctx, const char *disk,
-			  uint64_t start, char *ret_name, size_t size)
+int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
+			char *ret_name, size_t size)
 {
 	_cleanup_free_ char *dir = NULL;
 	char sub[sizeof("/sys/class/block//start") + 2 * 256];
@@ -64,12 +62,12 @@ static int find_partition(const struct nmbl_ctx *ctx, const char *disk,
 	while ((de = readdir(d))) {
 		uint64_t s;
 
-		if (!valid_block_name(de->d_name) ||
+		if (!nmbl_valid_block_name(de->d_name) ||
 		    strncmp(de->d_name, disk, strlen(disk)) != 0)
 			continue;
 		snprintf(sub, sizeof(sub), "/sys/class/block/%s/%s/start",
 			 disk, de->d_name);
-		if (read_u64(ctx, sub, &s) < 0 || s != start)
+		if (nmbl_read_u64(ctx, sub, &s) < 0 || s != start)
 			continue;
 		if (strlen(de->d_name) >= size) {
 			r = -ENAMETOOLONG;
@@ -213,12 +211,12 @@ NMBL_EXPORT int nmbl_mount_partition(struct nmbl_ctx *ctx, const char *disk,
 		return -EINVAL;
 	name = strrchr(disk, '/');
 	name = name ? name + 1 : disk;
-	if (!valid_block_name(name))
+	if (!nmbl_valid_block_name(name))
 		return -EINVAL;
 	if (start == 0) {
 		strcpy(part, name);
 	} else {
-		r = find_partition(ctx, name, start, part, sizeof(part));
+		r = nmbl_find_partition(ctx, name, start, part, sizeof(part));
 		if (r < 0)
 			return r;
 	}

@@ -55,6 +55,16 @@ int nmbl_utf16_to_utf8(const void *buf, size_t len, char **ret);
 /* UTF-8 to malloc'ed NUL-terminated UTF-16LE; *RET_LEN counts the NUL. */
 int nmbl_utf8_to_utf16(const char *s, void **ret, size_t *ret_len);
 
+/* Block device names: short, no slash, not "." or "..". */
+#define NMBL_NAME_MAX 64
+bool nmbl_valid_block_name(const char *name);
+/* A decimal number from a small file below the context's root. */
+int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret);
+/* The name of DISK's partition that starts at START (512-byte sectors),
+ * from sysfs; -ENXIO when there is none. */
+int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
+			char *ret_name, size_t size);
+
 /* The file system type whose superblock BUF starts with, or NULL. */
 const char *nmbl_probe_fstype(const void *buf, size_t len);
 

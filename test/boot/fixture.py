@@ -18,6 +18,7 @@ from vm import VM  # noqa: E402,F401  (re-exported for the tests)
 # (the Makefile names ROOT_UUID too, in the target UKI's command line).
 BOOT_UUID = "5e1f0c1a-7b2d-4c3e-9f40-b0070b0070b0"
 ESP_PARTUUID = "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0"
+ESP_VOLID = "E5B0-0001"
 ROOT_UUID = "7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50"
 
 # What the menu shows once grub-emu has drawn it and started counting down.
@@ -71,11 +72,12 @@ def workdir(name):
     return path
 
 
-def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi"):
+def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None):
     """A disk as a Debian install with a separate /boot has it: the nmbl UKI
     (UKI, below the build directory) as the ESP's default loader, /boot with
     grub/grub.cfg and the kernels, and the target's root file system.
-    BOOT_FILES maps a name in /boot to the build file to copy there.
+    BOOT_FILES maps a name in /boot to the build file to copy there, ESP_FILES
+    a path on the ESP to one.
     Returns the image's path."""
     top = workdir(name)
     esp = os.path.join(top, "esp")
@@ -85,9 +87,13 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi"):
     shutil.copy(build_path(uki), os.path.join(esp, "EFI", "BOOT", "BOOTX64.EFI"))
     for dest, src in boot_files.items():
         shutil.copy(src, os.path.join(boot, dest))
+    for dest, src in (esp_files or {}).items():
+        os.makedirs(os.path.dirname(os.path.join(esp, dest)), exist_ok=True)
+        shutil.copy(src, os.path.join(esp, dest))
     with open(os.path.join(boot, "grub", "grub.cfg"), "w") as f:
         f.write(grub_cfg)
     image = os.path.join(top, "disk.img")
     mkdisk.build(image, esp=esp, boot=boot, root=build_path("test", "target-root"),
-                 boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_partuuid=ESP_PARTUUID)
+                 boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_partuuid=ESP_PARTUUID,
+                 esp_volid=ESP_VOLID)
     return image

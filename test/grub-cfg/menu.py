@@ -40,13 +40,14 @@ class Result:
     """MENUS: each menu shown, outermost first, as a dict with "entries"
     ([kind, id, title, classes, users] each), "default" (index) and
     "timeout" ([seconds, style]).  KERNEL, INITRDS, CMDLINE: what the entry
-    would boot (None when nothing was).  ERRORS: GRUB's "error: ..." lines.
+    would boot (None when nothing was); CHAINLOADER: the EFI program it
+    would have the firmware start.  ERRORS: GRUB's "error: ..." lines.
     OUTPUT: everything grub-emu printed, cleaned."""
 
     def __init__(self, output):
         self.output = output
         self.menus = []
-        self.kernel = self.cmdline = None
+        self.kernel = self.cmdline = self.chainloader = None
         self.initrds = []
         self.errors = []
         menu = None
@@ -72,6 +73,8 @@ class Result:
                 self.initrds.append(line[len("initrd "):])
             elif line.startswith("cmdline "):
                 self.cmdline = line[len("cmdline "):]
+            elif line.startswith("chainloader "):
+                self.chainloader = line[len("chainloader "):]
             elif line.startswith("error: ") and "--kexec" not in line:
                 self.errors.append(line[len("error: "):])
 

@@ -77,3 +77,10 @@ def test_debian_next_entry_boots_once():
     assert menu.grubenv(path, layout, "root", "/boot/grub/grubenv").get("next_entry") == ""
     second = menu.run(path)
     assert second.default_id() == f"gnulinux-simple-{RU}", second.menus
+
+
+def test_debian_windows_entry_chainloads_from_the_esp():
+    path, _ = image("debian12-windows")
+    result = menu.run(path, request="osprober-efi-*")
+    assert result.kernel is None, result.output
+    assert result.chainloader == "(hd0,gpt1)/EFI/Microsoft/Boot/bootmgfw.efi", result.output
