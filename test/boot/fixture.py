@@ -72,28 +72,37 @@ def workdir(name):
     return path
 
 
-def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None):
+def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separate_boot=True):
     """A disk as a Debian install with a separate /boot has it: the nmbl UKI
     (UKI, below the build directory) as the ESP's default loader, /boot with
     grub/grub.cfg and the kernels, and the target's root file system.
     BOOT_FILES maps a name in /boot to the build file to copy there, ESP_FILES
-    a path on the ESP to one.
-    Returns the image's path."""
+    a path on the ESP to one.  GRUB_CFG None writes no grub/grub.cfg (the
+    files bring their own).  Without SEPARATE_BOOT, /boot is a directory of
+    the root file system, as Debian installs it.
+    Returns the image's path; the trees are in NAME's work directory."""
     top = workdir(name)
     esp = os.path.join(top, "esp")
-    boot = os.path.join(top, "boot")
+    root = build_path("test", "target-root")
+    if separate_boot:
+        boot = os.path.join(top, "boot")
+    else:
+        root = os.path.join(top, "root")
+        shutil.copytree(build_path("test", "target-root"), root, symlinks=True)
+        boot = os.path.join(root, "boot")
     os.makedirs(os.path.join(esp, "EFI", "BOOT"))
-    os.makedirs(os.path.join(boot, "grub"))
+    os.makedirs(boot, exist_ok=True)
     shutil.copy(build_path(uki), os.path.join(esp, "EFI", "BOOT", "BOOTX64.EFI"))
-    for dest, src in boot_files.items():
-        shutil.copy(src, os.path.join(boot, dest))
-    for dest, src in (esp_files or {}).items():
-        os.makedirs(os.path.dirname(os.path.join(esp, dest)), exist_ok=True)
-        shutil.copy(src, os.path.join(esp, dest))
-    with open(os.path.join(boot, "grub", "grub.cfg"), "w") as f:
-        f.write(grub_cfg)
+    for tree, files in ((boot, boot_files), (esp, esp_files or {})):
+        for dest, src in files.items():
+            os.makedirs(os.path.dirname(os.path.join(tree, dest)), exist_ok=True)
+            shutil.copy(src, os.path.join(tree, dest))
+    if grub_cfg is not None:
+        os.makedirs(os.path.join(boot, "grub"), exist_ok=True)
+        with open(os.path.join(boot, "grub", "grub.cfg"), "w") as f:
+            f.write(grub_cfg)
     image = os.path.join(top, "disk.img")
-    mkdisk.build(image, esp=esp, boot=boot, root=build_path("test", "target-root"),
+    mkdisk.build(image, esp=esp, boot=boot if separate_boot else None, root=root,
                  boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_partuuid=ESP_PARTUUID,
                  esp_volid=ESP_VOLID)
     return image
