@@ -75,8 +75,11 @@ class Result:
                 self.cmdline = line[len("cmdline "):]
             elif line.startswith("chainloader "):
                 self.chainloader = line[len("chainloader "):]
-            elif line.startswith("error: ") and "--kexec" not in line:
-                self.errors.append(line[len("error: "):])
+            else:
+                # Errors too may follow a progress line.
+                error = re.search(r"error: (.*)", line)
+                if error and "--kexec" not in line:
+                    self.errors.append(error.group(1))
 
     def titles(self, level=0):
         return [e[2] for e in self.menus[level]["entries"]]

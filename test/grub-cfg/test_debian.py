@@ -14,10 +14,11 @@ import menu
 RU = "6d5f3a1b-8c2e-4f70-9a1d-2b3c4d5e6f70"
 NEW, OLD = "6.1.0-13-amd64", "6.1.0-12-amd64"
 ADVANCED = f"gnulinux-advanced-{RU}"
-# What the test tree lacks and a real install has (the font), and what
-# GRUB's gfxterm cannot do in nmbl (no video mode): the text console stays.
-GRAPHICS_ERRORS = {"file `/boot/grub/fonts/unicode.pf2' not found.",
-                   "no suitable video mode found.", "no video mode activated."}
+# The font a real install has and the test tree lacks, and the theme's
+# background_image, which needs a video mode (its failure picks the theme's
+# text colours); gfxterm, which cannot start on nmbl, says nothing and the
+# text console stays.
+GRAPHICS_ERRORS = {"file `/boot/grub/fonts/unicode.pf2' not found.", "no video mode activated."}
 
 
 def image(name):
@@ -32,7 +33,7 @@ def default_run():
 
 def test_debian_menu_as_grub_mkconfig_wrote_it():
     result = default_run()
-    assert set(result.errors) <= GRAPHICS_ERRORS, result.output
+    assert set(result.errors) == GRAPHICS_ERRORS, result.output
     assert [e[:3] for e in result.menus[0]["entries"]] == [
         ["menuentry", f"gnulinux-simple-{RU}", "Debian GNU/Linux"],
         ["submenu", ADVANCED, "Advanced options for Debian GNU/Linux"],

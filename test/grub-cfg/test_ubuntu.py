@@ -13,8 +13,9 @@ import menu
 RU = "0e1d2c3b-4a59-4687-9a8b-7c6d5e4f3a21"
 NEW, OLD = "6.8.0-31-generic", "6.8.0-11-generic"
 ADVANCED = f"gnulinux-advanced-{RU}"
-GRAPHICS_ERRORS = {"file `/@/boot/grub/fonts/unicode.pf2' not found.",
-                   "no suitable video mode found.", "no video mode activated."}
+# The font a real install has and the test tree lacks; gfxterm, which
+# cannot start on nmbl, says nothing and the text console stays.
+GRAPHICS_ERRORS = {"file `/@/boot/grub/fonts/unicode.pf2' not found."}
 
 
 def image(name):
@@ -30,7 +31,7 @@ def default_run():
 
 def test_ubuntu_menu_hidden_with_no_timeout():
     result = default_run()
-    assert set(result.errors) <= GRAPHICS_ERRORS, result.output
+    assert set(result.errors) == GRAPHICS_ERRORS, result.output
     assert result.ids() == [f"gnulinux-simple-{RU}", ADVANCED, "uefi-firmware", "memtest86+-bin"]
     assert result.menus[0]["timeout"] == [0, "hidden"], result.menus
 
