@@ -195,11 +195,14 @@ static uint64_t clock_usec(clockid_t clock)
 /*
  * The CPU's counter runs from reset, which is the time base the Boot Loader
  * Interface uses; its rate is measured against the kernel's raw clock over
- * two milliseconds, as systemd-boot measures it against the firmware's.
+ * a few milliseconds, as systemd-boot measures it against the firmware's.
+ * Under a hypervisor the counter the guest sees can jump when the host moves
+ * the virtual CPU: a measurement whose rate disagrees with the one before,
+ * or that puts the kernel's start before reset, is taken again.
  */
-int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec)
+static int measure(uint64_t *ret_now, uint64_t *ret_kernel, uint64_t *ret_rate)
 {
-	uint64_t t0, t1, c0, c1, boottime;
+	uint64_t t0, t1, c0, c1;
 
 	c0 = ticks();
 	if (c0 == 0)
@@ -207,13 +210,38 @@ int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec)
 	t0 = clock_usec(CLOCK_MONOTONIC_RAW);
 	do
 		t1 = clock_usec(CLOCK_MONOTONIC_RAW);
-	while (t1 - t0 < 2000);
+	while (t1 - t0 < 4000);
 	c1 = ticks();
-	boottime = clock_usec(CLOCK_BOOTTIME);
+	*ret_kernel = clock_usec(CLOCK_BOOTTIME);
 	if (c1 <= c0)
-		return -EOPNOTSUPP;
-	/* counter / (ticks per microsecond), kept as a ratio to stay exact */
-	*ret_now_usec = (uint64_t)((unsigned __int128)c1 * (t1 - t0) / (c1 - c0));
-	*ret_kernel_usec = boottime;
-	return 0;
+		return -EAGAIN;
+	*ret_rate = (c1 - c0) / (t1 - t0); /* ticks per microsecond */
+	*ret_now = (uint64_t)((unsigned __int128)c1 * (t1 - t0) / (c1 - c0));
+	return *ret_now > *ret_kernel ? 0 : -EAGAIN;
+}
+
+/* Within one percent of each other. */
+static bool agree(uint64_t a, uint64_t b)
+{
+	return a && b && (a > b ? a - b : b - a) * 100 <= b;
+}
+
+int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec)
+{
+	uint64_t now, kernel, rate, last_rate = 0;
+
+	for (int i = 0; i < 5; i++) {
+		int r = measure(&now, &kernel, &rate);
+
+		if (r == -EOPNOTSUPP)
+			return r;
+		if (r == 0 && agree(rate, last_rate)) {
+			*ret_now_usec = now;
+			*ret_kernel_usec = kernel;
+			return 0;
+		}
+		if (r == 0)
+			last_rate = rate;
+	}
+	return -EAGAIN;
 }

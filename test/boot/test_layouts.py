@@ -72,7 +72,7 @@ grub_class fedora
     return make_disk("layout-fedora", None, files, esp_files={"EFI/fedora/grub.cfg": stub})
 
 
-def test_fedora_layout_password_next_entry_then_saved_default():
+def test_fedora_layout_password_editor_command_line_next_entry_saved_default():
     disk = fedora_disk()
     bls = f"BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{kver()} {FEDORA_OPTIONS}"
     # Not a snapshot: the second boot must see what the first one saved.
@@ -94,6 +94,14 @@ def test_fedora_layout_password_next_entry_then_saved_default():
         vm.wait_for("Enter password:", timeout=60, clean=True)
         vm.send("nmbl-test" + KEY_ENTER)
         vm.wait_for("Minimum Emacs-like screen editing", timeout=60, clean=True)
+        vm.send(KEY_ESC)
+        vm.wait_for(MENU_SHOWN, timeout=60, clean=True)
+        # GRUB's command line: the superuser has logged in for this boot, so
+        # GRUB does not ask again; what it runs is GRUB's.
+        vm.send("c")
+        vm.wait_for("grub>", timeout=60, clean=True)
+        vm.send("echo platform=$grub_platform" + KEY_ENTER)
+        vm.wait_for("platform=efi", timeout=60, clean=True)
         vm.send(KEY_ESC)
         vm.wait_for(MENU_SHOWN, timeout=60, clean=True)
         # The highlighted entry is the default: grub2-reboot's next_entry.

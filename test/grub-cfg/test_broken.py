@@ -77,3 +77,15 @@ def test_grub_cfg_syntax_error_keeps_what_came_before():
     result = menu.run(path)
     assert result.ids()[:2] == [f"{MID}-{NEW}", f"{MID}-{OLD}"], result.output
     assert result.kernel == f"(hd0,gpt2)/vmlinuz-{OLD}", result.output
+
+
+def test_entry_whose_kernel_is_missing_falls_back():
+    """GRUB's fallback (here from grubenv, which load_env reads whole; an
+    index, as GRUB reads it): the entry that cannot boot gives way to the
+    fallback entry, which boots."""
+    path, layout = fedora_variant("broken-fallback", lambda case: os.unlink(
+        os.path.join(case, "boot", f"vmlinuz-{NEW}")))
+    menu.set_grubenv(path, layout, "boot", "/grub2/grubenv", fallback="2")
+    result = menu.run(path, request=f"{MID}-{NEW}")
+    assert f"file `/vmlinuz-{NEW}' not found." in result.errors, result.output
+    assert result.kernel == f"(hd0,gpt2)/vmlinuz-0-rescue-{MID}", result.output
