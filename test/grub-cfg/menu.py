@@ -92,6 +92,25 @@ class Result:
         return menu["entries"][menu["default"]][1]
 
 
+def variant(case, name):
+    """A copy of CASE, to change before making a disk of it, as a tool or a
+    person would change the installed files; returns its directory."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    copy = os.path.join(BUILD, "test", "grub-cfg-src", name)
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(os.path.join(here, case), copy)
+    return copy
+
+
+def edit(path, old, new):
+    """Replace OLD, which must be there, by NEW in the file PATH."""
+    with open(path) as f:
+        text = f.read()
+    assert old in text, (path, old)
+    with open(path, "w") as f:
+        f.write(text.replace(old, new))
+
+
 def disk(case, name, **layout):
     """A fresh disk image of CASE (a directory of test/grub-cfg/ holding the
     esp/, boot/ and root/ trees the distribution writes), named NAME below

@@ -4,21 +4,17 @@ one) and leaves a working menu; nothing loops or hangs (menu.run gives
 up after a minute)."""
 
 import os
-import shutil
 
 import menu
 import test_fedora
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MID, NEW, OLD = test_fedora.MID, test_fedora.NEW, test_fedora.OLD
 ENTRIES = os.path.join("boot", "loader", "entries")
 
 
 def fedora_variant(name, change):
     """Fedora's case with CHANGE(case directory) applied, then listed."""
-    case = os.path.join(menu.BUILD, "test", "grub-cfg-src", name)
-    shutil.rmtree(case, ignore_errors=True)
-    shutil.copytree(os.path.join(HERE, "fedora39"), case)
+    case = menu.variant("fedora39", name)
     change(case)
     path, layout = menu.disk(case, name, esp_volid="4E2F-1A3B", boot_uuid=test_fedora.BOOT_UUID)
     return path, layout

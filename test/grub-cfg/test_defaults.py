@@ -5,27 +5,20 @@ saved_entry (Debian with GRUB_DEFAULT=saved, which grub-set-default and
 grub-reboot edit) and savedefault (Fedora with save_default=true)."""
 
 import os
-import shutil
 
 import menu
 import test_debian
 import test_fedora
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 RU = test_debian.RU
 
 
 def debian_saved(name, saved_entry):
     """Debian's grub.cfg as grub-mkconfig writes it with GRUB_DEFAULT=saved,
     and grubenv's saved_entry as grub-set-default leaves it."""
-    case = os.path.join(menu.BUILD, "test", "grub-cfg-src", name)
-    shutil.rmtree(case, ignore_errors=True)
-    shutil.copytree(os.path.join(HERE, "debian12"), case)
-    cfg = os.path.join(case, "root", "boot", "grub", "grub.cfg")
-    with open(cfg) as f:
-        text = f.read()
-    with open(cfg, "w") as f:
-        f.write(text.replace('   set default="0"', '   set default="${saved_entry}"'))
+    case = menu.variant("debian12", name)
+    menu.edit(os.path.join(case, "root", "boot", "grub", "grub.cfg"),
+              '   set default="0"', '   set default="${saved_entry}"')
     path, layout = menu.disk(case, name, esp_volid="4E2F-1A3B", root_uuid=RU)
     menu.set_grubenv(path, layout, "root", "/boot/grub/grubenv", saved_entry=saved_entry)
     return menu.run(path)

@@ -7,6 +7,7 @@ GRUB password is set (user.cfg, GRUB2_PASSWORD), so entries without
 here, which changes nothing GRUB's script sees."""
 
 import functools
+import os
 
 import menu
 
@@ -67,3 +68,19 @@ def test_rhel_boot_indeterminate_counts_up_after_an_unconfirmed_boot():
     env = menu.grubenv(path, layout, "boot", "/grub2/grubenv")
     assert env.get("boot_success") == "0", env
     assert env.get("boot_indeterminate") == "1", env
+
+
+def test_rhel_tuned_initrd_is_a_second_initrd():
+    """tuned's bootloader plugin, through grub2-mkconfig's 00_tuned: the
+    entry's initrd line then names two files, both read from $root, and
+    the options gain tuned's."""
+    case = menu.variant("rhel8", "rhel8-tuned")
+    cfg = os.path.join(case, "boot", "grub2", "grub.cfg")
+    menu.edit(cfg, 'set tuned_params=""', 'set tuned_params="skew_tick=1"')
+    menu.edit(cfg, 'set tuned_initrd=""', 'set tuned_initrd="/tuned-initrd.img"')
+    path, _ = menu.disk(case, "rhel8-tuned", esp_volid="4E2F-1A3B", boot_uuid=BOOT_UUID)
+    result = menu.run(path)
+    assert result.initrds == [f"(hd0,gpt2)/initramfs-{NEW}.img",
+                              "(hd0,gpt2)/tuned-initrd.img"], result.output
+    assert result.cmdline == f"BOOT_IMAGE=(hd0,gpt2)/vmlinuz-{NEW} {KERNELOPTS} skew_tick=1", \
+        result.output
