@@ -91,11 +91,17 @@ $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 -include $(wildcard $(BUILD)/unit/obj/*.d)
 
 # Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
-FUZZERS = pe authenticode loadopt
+FUZZERS = pe authenticode loadopt bls
 UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
 $(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -MMD -MP -c -o $@ $<
+# blscfg's parser is GRUB code (patch 0006), built on a shim of GRUB's
+# interfaces from the patched tree.
+BLS_FUZZ_FLAGS = -Itest/fuzz/grub-shim -DBLSCFG_C='"$(abspath $(GRUB_SRC))/grub-core/commands/blscfg.c"'
+$(BUILD)/unit/obj/fuzz-bls.o: test/fuzz/fuzz-bls.c $(GRUB_SRC)/.patched $(wildcard test/fuzz/grub-shim/*.h)
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) $(BLS_FUZZ_FLAGS) -MMD -MP -c -o $@ $<
 $(BUILD)/unit/obj/replay-%.o: test/fuzz/replay.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -DCORPUS='"$(abspath test/fuzz/corpus/$*)"' -c -o $@ $<
@@ -104,14 +110,14 @@ $(BUILD)/unit/test-fuzz-%: $(BUILD)/unit/obj/fuzz-%.o $(BUILD)/unit/obj/replay-%
 
 # libFuzzer proper, for a bounded time per fuzzer (FUZZ_SECONDS), with clang.
 FUZZ_SECONDS ?= 60
-fuzz:
+fuzz: $(GRUB_SRC)/.patched
 	command -v clang >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
 	@mkdir -p $(BUILD)/fuzz
 	set -e; for f in $(FUZZERS); do \
 		clang -O1 -g $(NMBL_CFLAGS) -fsanitize=fuzzer,address,undefined \
 			-o $(BUILD)/fuzz/fuzz-$$f test/fuzz/fuzz-$$f.c \
 			$(patsubst %,nmbl-loader/%,$(filter-out sys.c,$(LIB_SRCS))) \
-			test/unit/fake-sys.c test/unit/fixture.c -Itest/unit \
+			test/unit/fake-sys.c test/unit/fixture.c -Itest/unit $(BLS_FUZZ_FLAGS) \
 			$(LIBS_NMBL); \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
 		$(BUILD)/fuzz/fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
