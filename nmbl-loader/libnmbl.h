@@ -111,6 +111,13 @@ enum nmbl_image_type nmbl_image_get_type(const struct nmbl_image *img);
 const char *nmbl_image_type_to_string(enum nmbl_image_type type);
 /* The kernel's version string ("6.1.0-57-amd64 (...) #1 SMP ..."), or NULL. */
 const char *nmbl_image_get_version(const struct nmbl_image *img);
+/*
+ * 1 when IMG is the running kernel, by the identity its version string
+ * shares with /proc/version (release, builder, build number and date),
+ * never by file name; 0 when it is another.  -ENODATA when the image
+ * carries no version string.
+ */
+int nmbl_image_is_running_kernel(struct nmbl_ctx *ctx, const struct nmbl_image *img);
 /* The longest command line the kernel takes, without the NUL; 0 unknown. */
 size_t nmbl_image_get_cmdline_max(const struct nmbl_image *img);
 /* 1 when a section or the signature lies past the end of the file. */

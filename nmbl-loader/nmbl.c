@@ -289,15 +289,15 @@ static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 	const char *path = NULL, *version;
 	bool json = false;
 	size_t n;
-	int r;
+	int r, running;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			printf("Usage: nmbl inspect FILE [--json]\n"
-			       "Type, kernel version, sections and signature state of a\n"
-			       "kernel image or UKI.\n");
+			       "Type, kernel version, whether it is the running kernel,\n"
+			       "sections and signature state of a kernel image or UKI.\n");
 			return EXIT_SUCCESS;
 		} else if (!path) {
 			path = argv[i];
@@ -314,6 +314,7 @@ static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 	if (r < 0)
 		return fail(path, r);
 	version = nmbl_image_get_version(img);
+	running = nmbl_image_is_running_kernel(ctx, img);
 	n = nmbl_image_get_n_sections(img);
 	if (json) {
 		printf("{\"type\":\"%s\",\"version\":",
@@ -322,14 +323,17 @@ static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 			json_string(version);
 		else
 			fputs("null", stdout);
+		printf(",\"running\":%s", tristate(running, "true", "false", true));
 		printf(",\"cmdline_max\":%zu,\"signed\":%s,\"truncated\":%s,\"sections\":[",
 		       nmbl_image_get_cmdline_max(img),
 		       nmbl_image_get_signed(img) ? "true" : "false",
 		       nmbl_image_get_truncated(img) ? "true" : "false");
 	} else {
-		printf("type: %s\nversion: %s\ncmdline-max: %zu\nsigned: %s\ntruncated: %s\nsections:\n",
+		printf("type: %s\nversion: %s\nrunning: %s\ncmdline-max: %zu\nsigned: %s\n"
+		       "truncated: %s\nsections:\n",
 		       nmbl_image_type_to_string(nmbl_image_get_type(img)),
-		       version ? version : "-", nmbl_image_get_cmdline_max(img),
+		       version ? version : "-", tristate(running, "yes", "no", false),
+		       nmbl_image_get_cmdline_max(img),
 		       nmbl_image_get_signed(img) ? "yes" : "no",
 		       nmbl_image_get_truncated(img) ? "yes" : "no");
 	}

@@ -40,6 +40,8 @@ def test_inspect_json_describes_a_uki():
     info = json.loads(p.stdout)
     assert info["type"] == "uki"
     assert info["version"] == "6.1.0-test (nmbl) #1 SMP"
+    # Built for the tests, so never the kernel running them.
+    assert info["running"] is False
     assert info["cmdline_max"] == 2047
     assert [s["name"] for s in info["sections"]] == [".osrel", ".cmdline", ".ucode", ".linux", ".initrd"]
 
