@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake-sys.h"
+#include "nmbl-private.h"
 #include "unit.h"
 
 int unit_failures;
@@ -71,6 +73,18 @@ void fixture_write(const char *path, const void *data, size_t len)
 void fixture_text(const char *path, const char *text)
 {
 	fixture_write(path, text, strlen(text));
+}
+
+int unit_main_ctx(void (*const tests[])(void), struct nmbl_ctx **ctx)
+{
+	int r;
+
+	fake.root = fixture_root();
+	if (nmbl_new(fixture_root(), ctx) < 0)
+		return 2;
+	r = unit_main(tests);
+	*ctx = nmbl_unref(*ctx);
+	return r;
 }
 
 int unit_main(void (*const tests[])(void))

@@ -187,13 +187,7 @@ int main(void)
 		test_write_errors_are_returned,
 		NULL,
 	};
-	int r;
 
-	fake.root = fixture_root();
 	fixture_text(VARS "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", "");
-	if (nmbl_new(fixture_root(), &ctx) < 0)
-		return 2;
-	r = unit_main(tests);
-	nmbl_unref(ctx);
-	return r;
+	return unit_main_ctx(tests, &ctx);
 }

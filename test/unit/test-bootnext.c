@@ -126,13 +126,7 @@ int main(void)
 		test_refusals,
 		NULL,
 	};
-	int r;
 
-	fake.root = fixture_root();
 	fixture_text(VARS "SecureBoot" GLOBAL, "");
-	if (nmbl_new(fixture_root(), &ctx) < 0)
-		return 2;
-	r = unit_main(tests);
-	nmbl_unref(ctx);
-	return r;
+	return unit_main_ctx(tests, &ctx);
 }

@@ -64,11 +64,6 @@ int main(void)
 		test_what_cannot_be_compared,
 		NULL,
 	};
-	int r;
 
-	if (nmbl_new(fixture_root(), &ctx) < 0)
-		return 2;
-	r = unit_main(tests);
-	nmbl_unref(ctx);
-	return r;
+	return unit_main_ctx(tests, &ctx);
 }

@@ -231,11 +231,6 @@ int main(void)
 		test_boot_current_from_efivarfs,
 		NULL,
 	};
-	int r;
 
-	if (nmbl_new(fixture_root(), &ctx) < 0)
-		return 2;
-	r = unit_main(tests);
-	nmbl_unref(ctx);
-	return r;
+	return unit_main_ctx(tests, &ctx);
 }

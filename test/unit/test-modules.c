@@ -106,13 +106,7 @@ int main(void)
 		test_coldplug_loads_device_drivers,
 		NULL,
 	};
-	int r;
 
 	make_tree();
-	fake.root = fixture_root();
-	if (nmbl_new(fixture_root(), &ctx) < 0)
-		return 2;
-	r = unit_main(tests);
-	nmbl_unref(ctx);
-	return r;
+	return unit_main_ctx(tests, &ctx);
 }

@@ -74,7 +74,6 @@ int main(void)
 		test_unsigned_truncated_and_not_a_kernel,
 		NULL,
 	};
-	int r;
 
 	fixture_text("/proc/keys",
 		     "0b5b2dc2 I------     1 perm 1f0b0000     0     0 keyring   .builtin_trusted_keys: 1\n"
@@ -90,9 +89,5 @@ int main(void)
 	fake.keys[2].keyring = 0x2f000001;
 	fake.keys[2].id = 0x30000004;
 	fake.keys[2].description = "Other db key: 5678";
-	if (nmbl_new(fixture_root(), &ctx) < 0)
-		return 2;
-	r = unit_main(tests);
-	nmbl_unref(ctx);
-	return r;
+	return unit_main_ctx(tests, &ctx);
 }

@@ -122,12 +122,6 @@ int main(void)
 		test_firmware_setup,
 		NULL,
 	};
-	int r;
 
-	fake.root = fixture_root();
-	if (nmbl_new(fixture_root(), &ctx) < 0)
-		return 2;
-	r = unit_main(tests);
-	nmbl_unref(ctx);
-	return r;
+	return unit_main_ctx(tests, &ctx);
 }

@@ -47,5 +47,9 @@ void fixture_text(const char *path, const char *text);
 const char *fixture_path(const char *path);
 
 int unit_main(void (*const tests[])(void));
+/* unit_main with *CTX a context on the fixture root, and the fake seam's
+ * recorded paths relative to it; 2 when no context can be made. */
+struct nmbl_ctx;
+int unit_main_ctx(void (*const tests[])(void), struct nmbl_ctx **ctx);
 
 #endif
