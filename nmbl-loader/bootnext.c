@@ -20,17 +20,6 @@
 #define GPT_MIN_ENTRY_SIZE 128
 #define GPT_MAX_ENTRY_SIZE 4096
 
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const unsigned char *p)
-{
-	return le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
@@ -64,23 +53,19 @@ static int gpt_partuuid(int fd, unsigned lbs, uint64_t first, char ret[37])
 		return r;
 	if (memcmp(hdr, "EFI PART", 8) != 0)
 		return -ENOTBLK;
-	table = le64(hdr + 72);
-	count = le32(hdr + 80);
-	size = le32(hdr + 84);
+	table = nmbl_le64(hdr + 72);
+	count = nmbl_le32(hdr + 80);
+	size = nmbl_le32(hdr + 84);
 	if (count > GPT_MAX_ENTRIES || size < GPT_MIN_ENTRY_SIZE ||
 	    size > GPT_MAX_ENTRY_SIZE || size % 8 || table > UINT64_MAX / lbs)
 		return -EBADMSG;
 	for (uint32_t i = 0; i < count; i++) {
-		const unsigned char *g = entry + 16;
-
 		r = pread_full(fd, entry, sizeof(entry), table * lbs + (uint64_t)i * size);
 		if (r < 0)
 			return r;
-		if (le64(entry + 32) != first)
+		if (nmbl_le64(entry + 32) != first)
 			continue;
-		snprintf(ret, 37, "%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			 le32(g), g[4] | g[5] << 8, g[6] | g[7] << 8, g[8], g[9], g[10],
-			 g[11], g[12], g[13], g[14], g[15]);
+		nmbl_format_guid(entry + 16, false, ret);
 		return 0;
 	}
 	return -ENXIO;

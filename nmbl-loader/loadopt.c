@@ -57,22 +57,6 @@ struct nmbl_load_option {
 	size_t optional_len;
 };
 
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 static void put16(unsigned char *p, uint16_t v)
 {
 	p[0] = (unsigned char)v;
@@ -91,13 +75,12 @@ static void put64(unsigned char *p, uint64_t v)
 	put32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* EFI_GUID's byte order: three little-endian fields, then 8 bytes. */
-static void format_guid(const unsigned char *g, bool upper, char out[37])
+void nmbl_format_guid(const unsigned char *g, bool upper, char out[37])
 {
 	snprintf(out, 37,
 		 upper ? "%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X"
 		       : "%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 get32(g), get16(g + 4), get16(g + 6), g[8], g[9], g[10], g[11],
+		 nmbl_le32(g), nmbl_le16(g + 4), nmbl_le16(g + 6), g[8], g[9], g[10], g[11],
 		 g[12], g[13], g[14], g[15]);
 }
 
@@ -144,14 +127,14 @@ static int decode_node(struct decode *d, unsigned type, unsigned subtype,
 		return 0;
 	}
 	if (type == DP_ACPI && subtype == DP_ACPI_ACPI && len == 8 &&
-	    (get32(p) == EISA_PNP0A03 || get32(p) == EISA_PNP0A08)) {
+	    (nmbl_le32(p) == EISA_PNP0A03 || nmbl_le32(p) == EISA_PNP0A08)) {
 		fprintf(d->text, "%s(0x%x)",
-			get32(p) == EISA_PNP0A03 ? "PciRoot" : "PcieRoot", get32(p + 4));
+			nmbl_le32(p) == EISA_PNP0A03 ? "PciRoot" : "PcieRoot", nmbl_le32(p + 4));
 		return 0;
 	}
 	if (type == DP_MESSAGING) {
 		if (subtype == DP_MSG_SCSI && len == 4) {
-			fprintf(d->text, "Scsi(0x%x,0x%x)", get16(p), get16(p + 2));
+			fprintf(d->text, "Scsi(0x%x,0x%x)", nmbl_le16(p), nmbl_le16(p + 2));
 			return 0;
 		}
 		if (subtype == DP_MSG_USB && len == 2) {
@@ -159,32 +142,32 @@ static int decode_node(struct decode *d, unsigned type, unsigned subtype,
 			return 0;
 		}
 		if (subtype == DP_MSG_SATA && len == 6) {
-			fprintf(d->text, "Sata(0x%x,0x%x,0x%x)", get16(p), get16(p + 2),
-				get16(p + 4));
+			fprintf(d->text, "Sata(0x%x,0x%x,0x%x)", nmbl_le16(p), nmbl_le16(p + 2),
+				nmbl_le16(p + 4));
 			return 0;
 		}
 		if (subtype == DP_MSG_NVME && len == 12) {
 			fprintf(d->text, "NVMe(0x%x,%02X-%02X-%02X-%02X-%02X-%02X-%02X-%02X)",
-				get32(p), p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]);
+				nmbl_le32(p), p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]);
 			return 0;
 		}
 	}
 	if (type == DP_MEDIA && subtype == DP_MEDIA_HD && len == HD_SIZE - 4) {
-		uint32_t number = get32(p);
-		uint64_t start = get64(p + 4), size = get64(p + 12);
+		uint32_t number = nmbl_le32(p);
+		uint64_t start = nmbl_le64(p + 4), size = nmbl_le64(p + 12);
 		const unsigned char *sig = p + 20;
 
 		if (p[36] == HD_FORMAT_GPT && p[37] == HD_SIGNATURE_GUID) {
-			format_guid(sig, true, guid);
+			nmbl_format_guid(sig, true, guid);
 			fprintf(d->text, "HD(%u,GPT,%s,0x%llx,0x%llx)", number, guid,
 				(unsigned long long)start, (unsigned long long)size);
 			if (d->first_instance && !d->opt->partuuid[0])
-				format_guid(sig, false, d->opt->partuuid);
+				nmbl_format_guid(sig, false, d->opt->partuuid);
 			return 0;
 		}
 		if (p[36] == HD_FORMAT_MBR && p[37] == HD_SIGNATURE_MBR) {
 			fprintf(d->text, "HD(%u,MBR,0x%08x,0x%llx,0x%llx)", number,
-				get32(sig), (unsigned long long)start,
+				nmbl_le32(sig), (unsigned long long)start,
 				(unsigned long long)size);
 			return 0;
 		}
@@ -212,7 +195,7 @@ static int decode_node(struct decode *d, unsigned type, unsigned subtype,
 	}
 	if (type == DP_MEDIA && (subtype == DP_MEDIA_FV_FILE || subtype == DP_MEDIA_FV) &&
 	    len == 16) {
-		format_guid(p, true, guid);
+		nmbl_format_guid(p, true, guid);
 		fprintf(d->text, "%s(%s)", subtype == DP_MEDIA_FV ? "Fv" : "FvFile", guid);
 		return 0;
 	}
@@ -231,7 +214,7 @@ static int decode_device_path(struct decode *d, const unsigned char *p, size_t l
 	d->first_instance = true;
 	while (off + 4 <= len) {
 		unsigned type = p[off], subtype = p[off + 1];
-		size_t node_len = get16(p + off + 2);
+		size_t node_len = nmbl_le16(p + off + 2);
 		int r;
 
 		if (node_len < 4 || node_len > len - off)
@@ -286,7 +269,7 @@ NMBL_EXPORT int nmbl_load_option_parse(const void *buf, size_t len,
 		return -EINVAL;
 	if (len < 6 || len > NMBL_LOAD_OPTION_MAX)
 		return -EBADMSG;
-	path_len = get16(p + 4);
+	path_len = nmbl_le16(p + 4);
 	for (desc_end = 6; desc_end + 1 < len; desc_end += 2)
 		if (p[desc_end] == 0 && p[desc_end + 1] == 0)
 			break;
@@ -298,7 +281,7 @@ NMBL_EXPORT int nmbl_load_option_parse(const void *buf, size_t len,
 	opt = calloc(1, sizeof(*opt));
 	if (!opt)
 		return -ENOMEM;
-	opt->attributes = get32(p);
+	opt->attributes = nmbl_le32(p);
 	r = nmbl_utf16_to_utf8(p + 6, desc_end - 6, &opt->description);
 	if (r < 0)
 		return r;
@@ -454,7 +437,7 @@ NMBL_EXPORT int nmbl_get_boot_current(struct nmbl_ctx *ctx, unsigned *ret)
 		return r;
 	if (len != 2)
 		return -EBADMSG;
-	*ret = get16((const unsigned char *)raw);
+	*ret = nmbl_le16((const unsigned char *)raw);
 	return 0;
 }
 

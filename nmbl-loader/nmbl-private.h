@@ -49,6 +49,27 @@ void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
 /* systemd's Boot Loader Interface vendor. */
 #define NMBL_LOADER_GUID "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
+/* Little-endian fields of firmware structures (PE, GPT, load options). */
+static inline uint16_t nmbl_le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t nmbl_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t nmbl_le64(const unsigned char *p)
+{
+	return nmbl_le32(p) | (uint64_t)nmbl_le32(p + 4) << 32;
+}
+
+/* An EFI_GUID's 16 bytes (three little-endian fields, then 8 bytes) as
+ * text: upper case as UEFI prints it, lower case as Linux does. */
+void nmbl_format_guid(const unsigned char *guid, bool upper, char ret[37]);
+
 /* UTF-16LE (up to LEN bytes or a NUL) to a malloc'ed UTF-8 string; an
  * unpaired surrogate becomes U+FFFD. */
 int nmbl_utf16_to_utf8(const void *buf, size_t len, char **ret);

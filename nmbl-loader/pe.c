@@ -23,17 +23,6 @@
 #define LINUX_CMDLINE_SIZE 0x238
 #define LINUX_PROTOCOL 0x206
 
-static uint16_t le16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 /* True when [off, off + size) lies within LEN bytes. */
 static bool within(size_t len, uint64_t off, uint64_t size)
 {
@@ -49,10 +38,10 @@ static void parse_linux(const unsigned char *b, size_t len, struct nmbl_pe *pe)
 	    memcmp(b + LINUX_HDRS_OFFSET, "HdrS", 4) != 0)
 		return;
 	pe->is_linux = true;
-	pe->linux_protocol = le16(b + LINUX_PROTOCOL);
+	pe->linux_protocol = nmbl_le16(b + LINUX_PROTOCOL);
 	/* cmdline_size exists from protocol 2.06; before, 255 was the rule. */
 	if (pe->linux_protocol >= 0x206 && within(len, LINUX_CMDLINE_SIZE, 4))
-		pe->linux_cmdline_size = le32(b + LINUX_CMDLINE_SIZE);
+		pe->linux_cmdline_size = nmbl_le32(b + LINUX_CMDLINE_SIZE);
 	else
 		pe->linux_cmdline_size = 255;
 
@@ -62,8 +51,8 @@ static void parse_linux(const unsigned char *b, size_t len, struct nmbl_pe *pe)
 	setup_end = (n + 1) * 512;
 	if (setup_end > len)
 		setup_end = len;
-	ptr = (uint64_t)le16(b + LINUX_VERSION_PTR) + 0x200;
-	if (le16(b + LINUX_VERSION_PTR) == 0 || ptr >= setup_end)
+	ptr = (uint64_t)nmbl_le16(b + LINUX_VERSION_PTR) + 0x200;
+	if (nmbl_le16(b + LINUX_VERSION_PTR) == 0 || ptr >= setup_end)
 		return;
 	n = strnlen((const char *)b + ptr, setup_end - ptr);
 	if (ptr + n == setup_end || n == 0)
@@ -83,30 +72,30 @@ int nmbl_pe_parse(const void *buf, size_t len, struct nmbl_pe *ret)
 		return -EINVAL;
 	if (len < 0x40 || b[0] != 'M' || b[1] != 'Z')
 		return -ENOEXEC;
-	off = le32(b + DOS_LFANEW);
+	off = nmbl_le32(b + DOS_LFANEW);
 	if (!within(len, off, 4 + COFF_SIZE) || memcmp(b + off, "PE\0\0", 4) != 0)
 		return -ENOEXEC;
-	pe.machine = le16(b + off + 4);
-	n_sections = le16(b + off + 6);
-	opt_size = le16(b + off + 20);
+	pe.machine = nmbl_le16(b + off + 4);
+	n_sections = nmbl_le16(b + off + 6);
+	opt_size = nmbl_le16(b + off + 20);
 	opt = off + 4 + COFF_SIZE;
 	if (opt_size < 2 || !within(len, opt, opt_size))
 		return -ENOEXEC;
 
-	magic = le16(b + opt);
+	magic = nmbl_le16(b + opt);
 	if (magic == OPT_MAGIC_PE32PLUS) {
-		n_dirs = opt_size >= 112 ? le32(b + opt + 108) : 0;
+		n_dirs = opt_size >= 112 ? nmbl_le32(b + opt + 108) : 0;
 		dir = 112;
 	} else if (magic == OPT_MAGIC_PE32) {
-		n_dirs = opt_size >= 96 ? le32(b + opt + 92) : 0;
+		n_dirs = opt_size >= 96 ? nmbl_le32(b + opt + 92) : 0;
 		dir = 96;
 	} else {
 		return -ENOEXEC;
 	}
 	dir += DIRECTORY_SECURITY * 8;
 	if (n_dirs > DIRECTORY_SECURITY && dir + 8 <= opt_size) {
-		pe.cert_offset = le32(b + opt + dir);
-		pe.cert_size = le32(b + opt + dir + 4);
+		pe.cert_offset = nmbl_le32(b + opt + dir);
+		pe.cert_size = nmbl_le32(b + opt + dir + 4);
 		/* A truncated file loses its signature: say so, do not read. */
 		if (pe.cert_size && !within(len, pe.cert_offset, pe.cert_size))
 			pe.truncated = true;
@@ -119,10 +108,10 @@ int nmbl_pe_parse(const void *buf, size_t len, struct nmbl_pe *ret)
 	for (uint16_t i = 0; i < n_sections; i++) {
 		const unsigned char *s = b + sections + (uint64_t)i * SECTION_SIZE;
 		struct nmbl_pe_section *sec = &pe.sections[pe.n_sections];
-		uint32_t vsize = le32(s + 8), raw_size = le32(s + 16);
+		uint32_t vsize = nmbl_le32(s + 8), raw_size = nmbl_le32(s + 16);
 
 		memcpy(sec->name, s, 8);
-		sec->offset = le32(s + 20);
+		sec->offset = nmbl_le32(s + 20);
 		/* The raw data is padded to the file alignment; the virtual
 		 * size is what the section holds, when it is not bigger. */
 		sec->size = vsize && vsize < raw_size ? vsize : raw_size;

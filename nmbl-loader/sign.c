@@ -98,8 +98,7 @@ int nmbl_pe_signers(const struct nmbl_pe *pe, char **ret)
 	 * the directory's end, so OFF can exceed SIZE. */
 	while (off <= size && size - off >= WIN_CERT_HEADER) {
 		const unsigned char *c = dir + off;
-		uint32_t length = (uint32_t)c[0] | (uint32_t)c[1] << 8 |
-				  (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+		uint32_t length = nmbl_le32(c);
 		uint16_t revision = (uint16_t)(c[4] | c[5] << 8);
 		uint16_t type = (uint16_t)(c[6] | c[7] << 8);
 

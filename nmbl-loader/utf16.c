@@ -35,11 +35,6 @@ static size_t put_utf8(uint32_t c, char *out)
 	return 4;
 }
 
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
 int nmbl_utf16_to_utf8(const void *buf, size_t len, char **ret)
 {
 	const unsigned char *p = buf;
@@ -51,12 +46,12 @@ int nmbl_utf16_to_utf8(const void *buf, size_t len, char **ret)
 	if (!out)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		uint32_t c = get16(p + 2 * i);
+		uint32_t c = nmbl_le16(p + 2 * i);
 
 		if (c == 0)
 			break;
 		if (c >= 0xd800 && c < 0xdc00 && i + 1 < n) {
-			uint32_t lo = get16(p + 2 * (i + 1));
+			uint32_t lo = nmbl_le16(p + 2 * (i + 1));
 
 			if (lo >= 0xdc00 && lo < 0xe000) {
 				c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
