@@ -33,7 +33,7 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common
 
-LIB_SRCS = bli.c bootnext.c ctx.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
+LIB_SRCS = bli.c bootnext.c ctx.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
 LIBS_NMBL = -lcrypto -lkmod
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 

@@ -14,16 +14,12 @@
  * instead, and all but the times only when the value differs from the one
  * stored, so booting the same entry again writes little flash.
  */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nmbl-private.h"
 
-#define EFI_VARIABLE_NON_VOLATILE 0x1
-#define EFI_VARIABLE_BOOTSERVICE_ACCESS 0x2
-#define EFI_VARIABLE_RUNTIME_ACCESS 0x4
 #define NMBL_LOADER_INFO "nmbl " NMBL_VERSION
 
 /* What nmbl honours of what systemd's tools may ask (LoaderFeatures). */
@@ -33,45 +29,21 @@
 /* Enough for any entry id a menu shows, as UTF-16. */
 #define NMBL_BLI_VALUE_MAX 1024
 
-static char *loader_var_path(const struct nmbl_ctx *ctx, const char *name)
-{
-	char *path;
-
-	if (asprintf(&path, "%s" NMBL_EFIVARS "%s-" NMBL_LOADER_GUID, ctx->root,
-		     name) < 0)
-		return NULL;
-	return path;
-}
-
-/* Write NAME = VALUE (LEN bytes), unless it already holds exactly that. */
+/* Write NAME = VALUE (LEN bytes), unless ALWAYS is false and it already
+ * holds exactly that. */
 static int set_loader_var(struct nmbl_ctx *ctx, const char *name,
 			  const void *value, size_t len, bool always)
 {
-	unsigned char data[4 + NMBL_BLI_VALUE_MAX], old[sizeof(data) + 1];
-	_cleanup_free_ char *path = loader_var_path(ctx, name);
-	uint32_t attrs = EFI_VARIABLE_NON_VOLATILE | EFI_VARIABLE_BOOTSERVICE_ACCESS |
-			 EFI_VARIABLE_RUNTIME_ACCESS;
-	ssize_t n = -1;
-	int fd;
+	_cleanup_free_ char *old = NULL;
+	size_t old_len;
 
-	if (!path)
-		return -ENOMEM;
 	if (len > NMBL_BLI_VALUE_MAX)
 		return -E2BIG;
-	memcpy(data, &attrs, 4);
-	memcpy(data + 4, value, len);
-	len += 4;
-
-	if (!always) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			n = nmbl_read_full(fd, old, sizeof(old));
-			close(fd);
-		}
-		if (n == (ssize_t)len && memcmp(old + 4, data + 4, len - 4) == 0)
-			return 0;
-	}
-	return nmbl_sys_efivar_write(path, data, len);
+	if (!always &&
+	    nmbl_efivar_read(ctx, NMBL_LOADER_GUID, name, NMBL_BLI_VALUE_MAX, &old, &old_len) == 0 &&
+	    old_len == len && memcmp(old, value, len) == 0)
+		return 0;
+	return nmbl_efivar_write(ctx, NMBL_LOADER_GUID, name, value, len);
 }
 
 static int set_loader_string(struct nmbl_ctx *ctx, const char *name,
@@ -138,25 +110,20 @@ NMBL_EXPORT int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry)
 	return r;
 }
 
-/* NAME's string value, or NULL when it is not set, empty or no string. */
+/* NAME's string value, NULL when it is empty or no string (said, then
+ * ignored); -ENOENT when it is not set. */
 static int read_loader_string(struct nmbl_ctx *ctx, const char *name, char **ret)
 {
-	_cleanup_free_ char *path = NULL, *raw = NULL;
+	_cleanup_free_ char *raw = NULL;
 	char *value = NULL;
 	size_t len;
 	int r;
 
-	if (asprintf(&path, NMBL_EFIVARS "%s-" NMBL_LOADER_GUID, name) < 0)
-		return -ENOMEM;
-	r = nmbl_read_file(ctx, path, 4 + NMBL_BLI_VALUE_MAX, &raw, &len);
-	if (r == -ENOENT) {
-		*ret = NULL;
-		return 0;
-	}
-	if (r < 0)
+	r = nmbl_efivar_read(ctx, NMBL_LOADER_GUID, name, NMBL_BLI_VALUE_MAX, &raw, &len);
+	if (r < 0 && r != -EFBIG && r != -EBADMSG)
 		return r;
-	if (len >= 6 && len % 2 == 0) {
-		r = nmbl_utf16_to_utf8(raw + 4, len - 4, &value);
+	if (r == 0 && len >= 2 && len % 2 == 0) {
+		r = nmbl_utf16_to_utf8(raw, len, &value);
 		if (r < 0)
 			return r;
 	}
@@ -174,26 +141,23 @@ NMBL_EXPORT int nmbl_take_loader_entry_requests(struct nmbl_ctx *ctx,
 						char **ret_oneshot,
 						char **ret_default)
 {
-	_cleanup_free_ char *oneshot = NULL, *def = NULL, *path = NULL;
+	_cleanup_free_ char *oneshot = NULL, *def = NULL;
 	int r;
 
 	if (!ctx || !ret_oneshot || !ret_default)
 		return -EINVAL;
-	path = loader_var_path(ctx, "LoaderEntryOneShot");
-	if (!path)
-		return -ENOMEM;
-	if (access(path, F_OK) == 0) {
-		r = read_loader_string(ctx, "LoaderEntryOneShot", &oneshot);
-		if (r < 0 && r != -EFBIG)
-			return r;
+	r = read_loader_string(ctx, "LoaderEntryOneShot", &oneshot);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0) {
 		/* Taken as it is read, whatever it holds, as systemd-boot
 		 * does: a request that cannot be met must not stick. */
-		r = nmbl_sys_efivar_delete(path);
+		r = nmbl_efivar_delete(ctx, NMBL_LOADER_GUID, "LoaderEntryOneShot");
 		if (r < 0)
 			return r;
 	}
 	r = read_loader_string(ctx, "LoaderEntryDefault", &def);
-	if (r < 0 && r != -EFBIG)
+	if (r < 0 && r != -ENOENT)
 		return r;
 	*ret_oneshot = TAKE_PTR(oneshot);
 	*ret_default = TAKE_PTR(def);

@@ -168,20 +168,6 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 	return -ENOSPC;
 }
 
-static int write_global(struct nmbl_ctx *ctx, const char *name, const void *value, size_t len)
-{
-	_cleanup_free_ unsigned char *data = malloc(4 + len);
-	_cleanup_free_ char *path = NULL;
-	static const unsigned char attrs[4] = { 0x07, 0, 0, 0 }; /* NV, BS, RT */
-
-	if (!data || asprintf(&path, "%s" NMBL_EFIVARS "%s-" NMBL_EFI_GLOBAL_GUID,
-			      ctx->root, name) < 0)
-		return -ENOMEM;
-	memcpy(data, attrs, 4);
-	memcpy(data + 4, value, len);
-	return nmbl_sys_efivar_write(path, data, 4 + len);
-}
-
 NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 				   const char *file, const char *description,
 				   unsigned *ret_number)
@@ -215,13 +201,13 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 		char var[16];
 
 		snprintf(var, sizeof(var), "Boot%04X", number);
-		r = write_global(ctx, var, option, len);
+		r = nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, var, option, len);
 		if (r < 0)
 			return r;
 	}
 	next[0] = (unsigned char)number;
 	next[1] = (unsigned char)(number >> 8);
-	r = write_global(ctx, "BootNext", next, sizeof(next));
+	r = nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, "BootNext", next, sizeof(next));
 	if (r < 0)
 		return r;
 	if (ret_number)

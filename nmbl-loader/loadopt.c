@@ -11,7 +11,6 @@
  *   UINT8 OptionalData[] (the rest)
  */
 #include <ctype.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -403,27 +402,6 @@ NMBL_EXPORT int nmbl_load_option_build(const char *description, const char *part
 	return 0;
 }
 
-/* A global variable's value without efivarfs's 4-byte attribute word. */
-static int read_global(struct nmbl_ctx *ctx, const char *name, size_t max,
-		       char **ret, size_t *ret_len)
-{
-	_cleanup_free_ char *path = NULL, *raw = NULL;
-	size_t len;
-	int r;
-
-	if (asprintf(&path, NMBL_EFIVARS "%s-" NMBL_EFI_GLOBAL_GUID, name) < 0)
-		return -ENOMEM;
-	r = nmbl_read_file(ctx, path, max + 4, &raw, &len);
-	if (r < 0)
-		return r;
-	if (len < 4)
-		return -EBADMSG;
-	memmove(raw, raw + 4, len - 4);
-	*ret_len = len - 4;
-	*ret = TAKE_PTR(raw);
-	return 0;
-}
-
 NMBL_EXPORT int nmbl_get_boot_current(struct nmbl_ctx *ctx, unsigned *ret)
 {
 	_cleanup_free_ char *raw = NULL;
@@ -432,7 +410,7 @@ NMBL_EXPORT int nmbl_get_boot_current(struct nmbl_ctx *ctx, unsigned *ret)
 
 	if (!ctx || !ret)
 		return -EINVAL;
-	r = read_global(ctx, "BootCurrent", 2, &raw, &len);
+	r = nmbl_efivar_read(ctx, NMBL_EFI_GLOBAL_GUID, "BootCurrent", 2, &raw, &len);
 	if (r < 0)
 		return r;
 	if (len != 2)
@@ -452,7 +430,7 @@ NMBL_EXPORT int nmbl_read_boot_option(struct nmbl_ctx *ctx, unsigned number,
 	if (!ctx || !ret || number > 0xffff)
 		return -EINVAL;
 	snprintf(name, sizeof(name), "Boot%04X", number);
-	r = read_global(ctx, name, NMBL_LOAD_OPTION_MAX, &raw, &len);
+	r = nmbl_efivar_read(ctx, NMBL_EFI_GLOBAL_GUID, name, NMBL_LOAD_OPTION_MAX, &raw, &len);
 	if (r < 0)
 		return r;
 	return nmbl_load_option_parse(raw, len, ret);

@@ -49,6 +49,18 @@ void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
 /* systemd's Boot Loader Interface vendor. */
 #define NMBL_LOADER_GUID "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
+/*
+ * EFI variable NAME of vendor GUID below the context's root (efivar.c):
+ * the value without efivarfs's attribute word, at most MAX bytes (-EFBIG
+ * beyond), malloc'ed and NUL-terminated; written non-volatile with boot
+ * service and runtime access; deleted.
+ */
+int nmbl_efivar_read(const struct nmbl_ctx *ctx, const char *guid, const char *name,
+		     size_t max, char **ret, size_t *ret_len);
+int nmbl_efivar_write(const struct nmbl_ctx *ctx, const char *guid, const char *name,
+		      const void *value, size_t len);
+int nmbl_efivar_delete(const struct nmbl_ctx *ctx, const char *guid, const char *name);
+
 /* Little-endian fields of firmware structures (PE, GPT, load options). */
 static inline uint16_t nmbl_le16(const unsigned char *p)
 {

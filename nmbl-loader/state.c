@@ -156,21 +156,16 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 /* A 64-bit EFI global variable; -ENOENT when it is not set. */
 static int efi_global_u64(struct nmbl_ctx *ctx, const char *name, uint64_t *ret)
 {
-	_cleanup_free_ char *path = NULL, *raw = NULL;
-	uint64_t v = 0;
+	_cleanup_free_ char *raw = NULL;
 	size_t len;
 	int r;
 
-	if (asprintf(&path, NMBL_EFIVARS "%s-" NMBL_EFI_GLOBAL_GUID, name) < 0)
-		return -ENOMEM;
-	r = nmbl_read_file(ctx, path, 12, &raw, &len);
+	r = nmbl_efivar_read(ctx, NMBL_EFI_GLOBAL_GUID, name, 8, &raw, &len);
 	if (r < 0)
 		return r;
-	if (len != 12)
+	if (len != 8)
 		return -EBADMSG;
-	for (int i = 11; i >= 4; i--)
-		v = v << 8 | (unsigned char)raw[i];
-	*ret = v;
+	*ret = nmbl_le64((const unsigned char *)raw);
 	return 0;
 }
 
@@ -191,8 +186,7 @@ NMBL_EXPORT int nmbl_get_firmware_setup_supported(struct nmbl_ctx *ctx)
 
 NMBL_EXPORT int nmbl_set_boot_to_firmware_setup(struct nmbl_ctx *ctx)
 {
-	unsigned char data[12] = { 0x07, 0, 0, 0 }; /* NV, BS, RT */
-	_cleanup_free_ char *path = NULL;
+	unsigned char le[8];
 	uint64_t indications = 0;
 	int r;
 
@@ -204,9 +198,6 @@ NMBL_EXPORT int nmbl_set_boot_to_firmware_setup(struct nmbl_ctx *ctx)
 		return r;
 	indications |= OS_INDICATIONS_BOOT_TO_FW_UI;
 	for (int i = 0; i < 8; i++)
-		data[4 + i] = (unsigned char)(indications >> (8 * i));
-	path = nmbl_path(ctx, NMBL_EFIVARS "OsIndications-" NMBL_EFI_GLOBAL_GUID);
-	if (!path)
-		return -ENOMEM;
-	return nmbl_sys_efivar_write(path, data, sizeof(data));
+		le[i] = (unsigned char)(indications >> (8 * i));
+	return nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, "OsIndications", le, sizeof(le));
 }
