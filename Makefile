@@ -33,14 +33,14 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common
 
-LIB_SRCS = bli.c bootnext.c ctx.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
+LIB_SRCS = bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
 LIBS_NMBL = -lcrypto -lkmod
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu
 
-.PHONY: all deps check demo uki fuzz clean distclean
+.PHONY: all deps check bench demo uki fuzz clean distclean
 # Objects made on the way are kept: a second make must have nothing to do.
 .SECONDARY:
 
@@ -91,7 +91,7 @@ $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 -include $(wildcard $(BUILD)/unit/obj/*.d)
 
 # Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
-FUZZERS = pe authenticode loadopt bls
+FUZZERS = pe authenticode loadopt bls cmdline
 UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
 $(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
 	@mkdir -p $(@D)
@@ -178,6 +178,14 @@ $(BUILD)/kernel/kver:
 	mv $@.tmp $@
 KVER_OF = $$(cat $(BUILD)/kernel/kver)
 
+# Another kernel than nmbl's for the tests (Debian's cloud flavour, the same
+# source built again): nmbl must kexec it, never switch root to it.
+OTHER_TREE = $(BUILD)/kernel-other/tree
+$(BUILD)/kernel-other/kver:
+	@mkdir -p $(@D)
+	test/fetch-kernel $(CACHE)/kernel $(OTHER_TREE) linux-image-cloud-amd64 > $@.tmp
+	mv $@.tmp $@
+
 # The signing key.  By default the test-only key that Debian's OVMF enrolls
 # (tests only: never sign anything else with it).
 OVMF_KEY ?= /usr/share/ovmf/PkKek-1-snakeoil.key
@@ -193,6 +201,9 @@ $(BUILD)/keys/test.crt:
 
 # The UKI's own command line: the last console= is where the menu shows.
 NMBL_CMDLINE ?= console=tty0 console=ttyS0,115200 quiet
+# How nmbl boots an entry of its own kernel: "direct" switches root when the
+# entry allows it (see nmbl(8)), "kexec" always starts the kernel again.
+NMBL_BOOT ?= direct
 UKI_STUB ?= /usr/lib/systemd/boot/efi/linuxx64.efi.stub
 NMBL_MODULE = dracut/modules.d/90nmbl
 NMBL_COMPRESS ?= zstd
@@ -210,7 +221,7 @@ $(BUILD)/nmbl-initrd.img: $(NMBL_DRACUT_DEPS)
 	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "base nmbl" --compress $(NMBL_COMPRESS)
 
 $(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
-	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
 
 uki: $(BUILD)/nmbl.efi
 
@@ -234,6 +245,18 @@ $(T)/target-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) 
 $(T)/vmlinuz-test: $(BUILD)/kernel/kver test/target/resign-kernel $(SIGN_KEY) $(SIGN_CERT)
 	@mkdir -p $(@D)
 	test/target/resign-kernel $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $(SIGN_KEY) $(SIGN_CERT) $@
+
+$(T)/vmlinuz-other: $(BUILD)/kernel-other/kver test/target/resign-kernel $(SIGN_KEY) $(SIGN_CERT)
+	@mkdir -p $(@D)
+	test/target/resign-kernel $(OTHER_TREE)/boot/vmlinuz-$$(cat $<) $(SIGN_KEY) $(SIGN_CERT) $@
+$(T)/other-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(BUILD)/kernel-other/kver
+	@mkdir -p $(@D)
+	test/target/mkinitrd $(OTHER_TREE) $$(cat $(BUILD)/kernel-other/kver) $@
+
+# nmbl told to kexec always, on its own command line.
+$(T)/nmbl-kexec.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
+	@mkdir -p $(@D)
+	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE) nmbl.boot=kexec" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
 
 # Kernels that must be refused, each for its own reason.
 $(T)/vmlinuz-unsigned: $(BUILD)/kernel/kver test/target/unsign-kernel
@@ -281,13 +304,20 @@ $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
-	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi
+	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi \
+	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi
 
 # --- the two commands -------------------------------------------------------
 
 check: deps
 	$(MAKE) all $(UNIT_TESTS) $(TEST_FIXTURES)
 	test/run --build $(BUILD)
+
+# Boot times in VMs, medians of BENCH_RUNS runs per variant (see test/bench).
+BENCH_RUNS ?= 5
+bench: deps
+	$(MAKE) all $(TEST_FIXTURES)
+	test/bench/bench.py --build $(BUILD) --runs $(BENCH_RUNS)
 
 demo: deps
 	$(MAKE) all $(TEST_FIXTURES)

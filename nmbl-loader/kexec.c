@@ -15,9 +15,6 @@
  * cpio unpacker skips the zero padding between archives. */
 #define NMBL_INITRD_ALIGN 4
 
-/* How long systemd may take to reach kexec after accepting the job. */
-#define NMBL_SYSTEMD_KEXEC_TIMEOUT_SEC 90
-
 static int open_regular(const char *path)
 {
 	struct stat st;
@@ -269,7 +266,7 @@ NMBL_EXPORT int nmbl_unload(struct nmbl_ctx *ctx)
 	return nmbl_sys_kexec_file_load(-1, -1, "", KEXEC_FILE_UNLOAD);
 }
 
-static bool systemd_is_pid1(const struct nmbl_ctx *ctx)
+bool nmbl_systemd_is_pid1(const struct nmbl_ctx *ctx)
 {
 	char comm[64];
 
@@ -279,20 +276,14 @@ static bool systemd_is_pid1(const struct nmbl_ctx *ctx)
 
 /*
  * Hand the machine over: through systemd when it runs as PID 1 (it stops
- * services and unmounts; the job is queued when systemctl returns, so wait
- * to be stopped), otherwise sync, unmount nmbl's mounts and reboot(2).
+ * services and unmounts), otherwise sync, unmount nmbl's mounts and reboot(2).
  */
 static int restart(struct nmbl_ctx *ctx, bool kexec)
 {
 	int r;
 
-	if (systemd_is_pid1(ctx)) {
-		r = nmbl_sys_systemctl(kexec ? "kexec" : "reboot");
-		if (r < 0)
-			return r;
-		sleep(NMBL_SYSTEMD_KEXEC_TIMEOUT_SEC);
-		return -ETIMEDOUT;
-	}
+	if (nmbl_systemd_is_pid1(ctx))
+		return nmbl_ask_systemd(kexec ? "kexec" : "reboot", NULL);
 	sync();
 	r = nmbl_umount_all(ctx);
 	if (r < 0)
@@ -301,17 +292,38 @@ static int restart(struct nmbl_ctx *ctx, bool kexec)
 	return nmbl_sys_reboot(kexec);
 }
 
+/*
+ * systemd as PID 1 acts on the job once systemctl returns: wait to be
+ * stopped by it.
+ */
+int nmbl_ask_systemd(const char *verb, const char *arg)
+{
+	int r = nmbl_sys_systemctl(verb, arg);
+
+	if (r < 0)
+		return r;
+	sleep(NMBL_SYSTEMD_TIMEOUT_SEC);
+	return -ETIMEDOUT;
+}
+
+int nmbl_require_loaded(struct nmbl_ctx *ctx)
+{
+	int r = nmbl_get_kexec_loaded(ctx);
+
+	if (r < 0)
+		return r;
+	return r ? 0 : -ENOENT;
+}
+
 NMBL_EXPORT int nmbl_exec(struct nmbl_ctx *ctx)
 {
 	int r;
 
 	if (!ctx)
 		return -EINVAL;
-	r = nmbl_get_kexec_loaded(ctx);
+	r = nmbl_require_loaded(ctx);
 	if (r < 0)
 		return r;
-	if (r == 0)
-		return -ENOENT;
 	return restart(ctx, true);
 }
 

@@ -85,6 +85,41 @@ int nmbl_exec(struct nmbl_ctx *ctx);
 /* Restart through the firmware, the same way.  Returns only on failure. */
 int nmbl_reboot(struct nmbl_ctx *ctx);
 
+/*
+ * Direct boot.  How to boot KERNEL with CMDLINE (an entry's, as given to
+ * nmbl_load()): NMBL_BOOT_DIRECT when KERNEL is the running kernel, the
+ * kernel parameters of CMDLINE are the running kernel's (those userspace
+ * reads may differ; so may quiet, loglevel= and debug, set at run time),
+ * and the root it names is a local file system nmbl mounts itself (no
+ * LVM, LUKS, RAID, network root or hibernated system for its own initrd
+ * to set up first).  Otherwise NMBL_BOOT_KEXEC, and *RET_REASON (malloc'ed)
+ * says why in words that follow "kexec, because ...".  nmbl.boot=kexec on
+ * the running kernel's command line asks for kexec always.
+ */
+enum nmbl_boot_method {
+	NMBL_BOOT_KEXEC,
+	NMBL_BOOT_DIRECT,
+};
+int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline,
+		     enum nmbl_boot_method *ret_method, char **ret_reason);
+/*
+ * Boot the running kernel again without booting it: after nmbl_load() of
+ * the entry's kernel succeeded (the kernel checks it as for kexec), mount
+ * the root CMDLINE names (root= as UUID=, LABEL=, PARTUUID=, PARTLABEL= or
+ * /dev/..., rootfstype=, rootflags=, ro/rw) on /sysroot, check that it has
+ * the init to start, show CMDLINE in /proc/cmdline, set the console log
+ * level it asks for, unload the kernel and unmount everything nmbl
+ * mounted.  Then switch root: with systemd as PID 1 through "systemctl
+ * switch-root", returning only on failure; otherwise return 0, and the
+ * initramfs's init switches root to /sysroot once the caller has exited.
+ * -ENXIO: no such root device; -ENOMEDIUM: no init on it.  On failure
+ * nothing is left mounted.
+ */
+int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
+/* The value of KEY on the command line CMDLINE as the kernel splits it
+ * (the last one, quotes removed), malloc'ed; -ENOENT when absent. */
+int nmbl_cmdline_get_value(const char *cmdline, const char *key, char **ret);
+
 enum nmbl_lockdown {
 	NMBL_LOCKDOWN_NONE,
 	NMBL_LOCKDOWN_INTEGRITY,

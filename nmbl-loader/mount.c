@@ -11,9 +11,6 @@
 
 #define NMBL_MOUNT_DIR "/run/nmbl/mnt"
 
-/* btrfs keeps its superblock at 64 KiB. */
-#define NMBL_PROBE_SIZE (64 * 1024 + 4096)
-
 /* Partition names are short ("nvme0n1p15"); anything else is not ours. */
 
 bool nmbl_valid_block_name(const char *name)

@@ -98,8 +98,45 @@ int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret);
 int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 			char *ret_name, size_t size);
 
-/* The file system type whose superblock BUF starts with, or NULL. */
+/* The file system type whose superblock BUF starts with, or NULL; BUF
+ * should hold NMBL_PROBE_SIZE bytes (btrfs keeps its superblock at 64 KiB). */
+#define NMBL_PROBE_SIZE (64 * 1024 + 4096)
 const char *nmbl_probe_fstype(const void *buf, size_t len);
+/* What an initrd must set up on a device whose start BUF holds: "LUKS",
+ * "LVM", "RAID (md)", or NULL. */
+const char *nmbl_probe_stacked(const void *buf, size_t len);
+
+/* Where direct boot mounts the target's root, as dracut's init names it. */
+#define NMBL_SYSROOT "/sysroot"
+/* How long systemd as PID 1 may take to act on a job it accepted. */
+#define NMBL_SYSTEMD_TIMEOUT_SEC 90
+bool nmbl_systemd_is_pid1(const struct nmbl_ctx *ctx);
+/* "systemctl VERB [ARG]", then wait for systemd to act: returns only on
+ * failure (-ETIMEDOUT when systemd accepted but did not act). */
+int nmbl_ask_systemd(const char *verb, const char *arg);
+/* 0 when a kernel is loaded for kexec, -ENOENT when not. */
+int nmbl_require_loaded(struct nmbl_ctx *ctx);
+
+/*
+ * A kernel command line split as the kernel splits it (cmdline.c): each
+ * parameter's text as written, and its key without quotes.
+ */
+#define NMBL_CMDLINE_MAX (64 * 1024)
+struct nmbl_param {
+	char *word;
+	char *key;
+};
+struct nmbl_cmdline {
+	size_t n;
+	struct nmbl_param *params;
+};
+int nmbl_cmdline_parse(const char *buf, size_t len, struct nmbl_cmdline **ret);
+struct nmbl_cmdline *nmbl_cmdline_free(struct nmbl_cmdline *c);
+/* The last parameter named KEY, or NULL. */
+const struct nmbl_param *nmbl_cmdline_find(const struct nmbl_cmdline *c,
+					   const char *key);
+/* Its value, quotes removed, malloc'ed ("" for a bare key); NULL: no memory. */
+char *nmbl_param_value(const struct nmbl_param *p);
 
 /* PE/COFF, as far as a UKI and a Linux kernel image need it (pe.c). */
 #define NMBL_PE_MAX_SECTIONS 96
@@ -195,8 +232,8 @@ int nmbl_sys_mount(const char *source, const char *target,
 int nmbl_sys_umount(const char *target);
 /* reboot(2): into the loaded kernel, or through the firmware. */
 int nmbl_sys_reboot(bool kexec);
-/* "systemctl VERB": kexec or reboot. */
-int nmbl_sys_systemctl(const char *verb);
+/* "systemctl VERB [ARG]": kexec, reboot, switch-root DIR. */
+int nmbl_sys_systemctl(const char *verb, const char *arg);
 int nmbl_sys_finit_module(int fd, const char *params);
 /* DATA is the 4-byte attribute word, then the value, written at once. */
 int nmbl_sys_efivar_write(const char *path, const void *data, size_t len);

@@ -213,6 +213,21 @@ static struct nmbl_load_option *boot_current(struct nmbl_ctx *ctx, unsigned *ret
 	return opt;
 }
 
+/* The first line of a small file, without its newline; NULL if unreadable. */
+static char *fgets_file(const char *path, char *buf, int size)
+{
+	FILE *f = fopen(path, "re");
+	char *line;
+
+	if (!f)
+		return NULL;
+	line = fgets(buf, size, f);
+	fclose(f);
+	if (line)
+		line[strcspn(line, "\n")] = '\0';
+	return line;
+}
+
 static int do_status(struct nmbl_ctx *ctx, bool json)
 {
 	struct nmbl_load_option *opt;
@@ -220,6 +235,7 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	unsigned number = 0;
 	const char *ld;
 	struct utsname u;
+	char boot_id[40];
 	int sb, setup, loaded;
 
 	sb = nmbl_get_secure_boot(ctx);
@@ -228,6 +244,9 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	loaded = nmbl_get_kexec_loaded(ctx);
 	if (uname(&u) < 0)
 		u.release[0] = '\0';
+	/* Which kernel boot this is: a direct boot keeps it, a kexec not. */
+	if (!fgets_file("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id)))
+		boot_id[0] = '\0';
 	opt = boot_current(ctx, &number);
 	if (json) {
 		printf("{\"secure_boot\":%s,\"setup_mode\":%s,\"lockdown\":",
@@ -238,6 +257,8 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 			fputs("null", stdout);
 		printf(",\"kexec_loaded\":%s,\"kernel\":", tristate(loaded, "true", "false", true));
 		json_string(u.release);
+		fputs(",\"boot_id\":", stdout);
+		json_string(boot_id);
 		fputs(",\"boot_current\":", stdout);
 		if (opt) {
 			printf("{\"number\":%u,\"description\":", number);
@@ -257,6 +278,7 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	printf("lockdown: %s\n", ld ? ld : "unknown");
 	printf("kexec-loaded: %s\n", tristate(loaded, "yes", "no", false));
 	printf("kernel: %s\n", u.release);
+	printf("boot-id: %s\n", boot_id);
 	if (opt)
 		printf("boot-current: Boot%04X \"%s\" %s\n", number,
 		       nmbl_load_option_get_description(opt),

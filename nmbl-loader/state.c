@@ -141,7 +141,10 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 	case E2BIG:
 		return "the command line is longer than the kernel accepts";
 	case ENXIO:
-		return "no partition of that disk is known to Linux";
+		return "no such disk or partition is known to Linux";
+	case ENOMEDIUM:
+		return "the file system holds no init to start (/sbin/init, "
+		       "or the program init= names)";
 	case ENODEV:
 		return "Linux cannot mount that file system";
 	default:

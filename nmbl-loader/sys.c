@@ -52,9 +52,9 @@ int nmbl_sys_reboot(bool kexec)
 	return 0;
 }
 
-int nmbl_sys_systemctl(const char *verb)
+int nmbl_sys_systemctl(const char *verb, const char *arg)
 {
-	char *argv[] = { "systemctl", (char *)verb, NULL };
+	char *argv[] = { "systemctl", (char *)verb, (char *)arg, NULL };
 	pid_t pid;
 	int status, r;
 

@@ -72,7 +72,8 @@ def workdir(name):
     return path
 
 
-def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separate_boot=True):
+def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separate_boot=True,
+              **layout):
     """A disk as a Debian install with a separate /boot has it: the nmbl UKI
     (UKI, below the build directory) as the ESP's default loader, /boot with
     grub/grub.cfg and the kernels, and the target's root file system.
@@ -80,6 +81,8 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separa
     a path on the ESP to one.  GRUB_CFG None writes no grub/grub.cfg (the
     files bring their own).  Without SEPARATE_BOOT, /boot is a directory of
     the root file system, as Debian installs it.
+    LAYOUT goes to mkdisk.build (root_label, root_partuuid, root_fstype,
+    root_subvol, ...).
     Returns the image's path; the trees are in NAME's work directory."""
     top = workdir(name)
     esp = os.path.join(top, "esp")
@@ -104,5 +107,5 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separa
     image = os.path.join(top, "disk.img")
     mkdisk.build(image, esp=esp, boot=boot if separate_boot else None, root=root,
                  boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_partuuid=ESP_PARTUUID,
-                 esp_volid=ESP_VOLID)
+                 esp_volid=ESP_VOLID, **layout)
     return image

@@ -14,6 +14,11 @@
  *   NMBL-TARGET-UP release=<uname -r> cmdline=<whole /proc/cmdline>
  *   NMBL-TARGET-INITRD <marker> <marker> ...     (empty list: no marker)
  *   NMBL-TARGET-UPTIME <first field of /proc/uptime>
+ *   NMBL-TARGET-KERNEL boot-id=<this kernel's boot id> linux-starts=<N>
+ *                      nmbl-lines=<N>   (from the kernel log: how often a
+ *                                      kernel started in it, and how many
+ *                                      of its lines nmbl wrote; a direct
+ *                                      boot shows nmbl's, a kexec none)
  *   NMBL-TARGET-EFIVAR <name>=<value>   for each Boot Loader Interface
  *                                      variable the boot left (UTF-16;
  *                                      LoaderFeatures in hex)
@@ -31,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -95,6 +101,19 @@ static void open_console(void)
 
 /* After dracut's switch_root these are already mounted (moved): EBUSY is
  * the normal case, not an error. */
+/* A mount point is on another device than its parent directory. */
+static bool mounted(const char *path)
+{
+	char parent[64];
+	struct stat a, b;
+
+	snprintf(parent, sizeof(parent), "%s/..", path);
+	return stat(path, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+}
+
+/* What an init mounts unless its initramfs moved it here already (as a
+ * real init checks too: a second proc on top would hide what is mounted
+ * inside the first, such as a boot loader's /proc/cmdline). */
 static void mount_api_fs(void)
 {
 	static const struct {
@@ -107,7 +126,8 @@ static void mount_api_fs(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(fs) / sizeof(fs[0]); i++)
-		if (mount(fs[i].source, fs[i].target, fs[i].type,
+		if (!mounted(fs[i].target) &&
+		    mount(fs[i].source, fs[i].target, fs[i].type,
 			  MS_NOSUID | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
 			out_line("NMBL-TARGET-WARN mount %s: %s", fs[i].target,
 				 strerror(errno));
@@ -323,6 +343,36 @@ static void report_uptime(void)
 	out_line("NMBL-TARGET-UPTIME %s", uptime);
 }
 
+/* A kernel's log starts with "Linux version"; a kernel booted by kexec
+ * starts a new log, the same kernel switching root keeps its own. */
+static void report_kernel(void)
+{
+	char boot_id[64];
+	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	int starts = -1, nmbl = -1;
+	char *log;
+
+	if (read_text(NULL, "/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id)) < 0)
+		strcpy(boot_id, "?");
+	boot_id[strcspn(boot_id, "\n")] = '\0';
+	log = size > 0 ? malloc((size_t)size + 1) : NULL;
+	if (log) {
+		int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, size);
+
+		if (n >= 0) {
+			log[n] = '\0';
+			starts = nmbl = 0;
+			for (char *p = log; (p = strstr(p, "Linux version ")); p++)
+				starts++;
+			for (char *p = log; (p = strstr(p, "nmbl: ")); p++)
+				nmbl++;
+		}
+		free(log);
+	}
+	out_line("NMBL-TARGET-KERNEL boot-id=%s linux-starts=%d nmbl-lines=%d", boot_id,
+		 starts, nmbl);
+}
+
 /* Power off is what QEMU turns into an exit; a reboot does the same under
  * -no-reboot.  Not halt: a halted VM runs on forever.  If both fail,
  * returning from PID 1 panics, and the target initramfs makes a panic
@@ -355,6 +405,7 @@ int main(void)
 	report_up();
 	report_initrd_markers();
 	report_uptime();
+	report_kernel();
 	if (pid1) {
 		report_loader_variables();
 		set_requested_variables();

@@ -44,9 +44,9 @@ int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd, const char *cmdline,
 int nmbl_sys_mount(const char *source, const char *target, const char *fstype,
 		   unsigned long flags, const char *data)
 {
-	(void)flags;
-	record("mount %s %s %s %s;", source + strlen(fake.root),
-	       target + strlen(fake.root), fstype, data ? data : "-");
+	fake.mount_flags = flags;
+	record("mount %s %s %s %s;", source ? source + strlen(fake.root) : "-",
+	       target + strlen(fake.root), fstype ? fstype : "-", data ? data : "-");
 	return fake.mount_errno;
 }
 
@@ -62,9 +62,9 @@ int nmbl_sys_reboot(bool kexec)
 	return fake.reboot_errno;
 }
 
-int nmbl_sys_systemctl(const char *verb)
+int nmbl_sys_systemctl(const char *verb, const char *arg)
 {
-	record("systemctl_%s;", verb);
+	record("systemctl_%s%s%s;", verb, arg ? " " : "", arg ? arg : "");
 	return fake.systemctl_errno;
 }
 

@@ -20,6 +20,7 @@ struct fake_sys {
 	/* Recorded. */
 	char calls[4096];
 	unsigned long kexec_flags;
+	unsigned long mount_flags; /* of the last mount */
 	char kexec_cmdline[4096];
 	char kexec_kernel[256];
 	ssize_t kexec_kernel_len;

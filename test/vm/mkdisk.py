@@ -103,13 +103,28 @@ def make_ext4(path, size, tree, fs_uuid, label):
     run(cmd + [path])
 
 
-def make_btrfs(path, size, tree, fs_uuid, label):
+def make_btrfs(path, size, tree, fs_uuid, label, subvol=None):
+    """With SUBVOL, TREE goes into a subvolume of that name, as Fedora's
+    installer puts / into "root".  btrfs-progs before 6.6 makes subvolumes
+    only on a mounted file system: that one case needs root and a loop
+    device."""
     with open(path, "wb") as f:
         f.truncate(size)
-    cmd = ["mkfs.btrfs", "-q", "-f", "-U", fs_uuid, "--rootdir", tree]
+    cmd = ["mkfs.btrfs", "-q", "-f", "-U", fs_uuid]
+    if not subvol:
+        cmd += ["--rootdir", tree]
     if label:
         cmd += ["-L", label]
     run(cmd + [path], stdout=subprocess.DEVNULL)
+    if not subvol:
+        return
+    with tempfile.TemporaryDirectory(prefix=".mkdisk-mnt-", dir=os.path.dirname(path)) as mnt:
+        run(["mount", "-t", "btrfs", "-o", "loop", path, mnt])
+        try:
+            run(["btrfs", "-q", "subvolume", "create", os.path.join(mnt, subvol)])
+            run(["cp", "-a", "--", tree + "/.", os.path.join(mnt, subvol)])
+        finally:
+            run(["umount", mnt])
 
 
 def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
@@ -117,14 +132,15 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
           esp_label=None, boot_label=None, root_label=None,
           esp_volid=None, boot_uuid=None, root_uuid=None,
           esp_partuuid=None, boot_partuuid=None, root_partuuid=None,
-          disk_guid=None):
+          disk_guid=None, root_subvol=None):
     """Write the image OUT and return its layout as a dict (see README.md).
 
     Sizes are in MiB (None: computed from the tree). UUIDs, the vfat volume
     id ("ABCD-1234" or "abcd1234") and the disk GUID are random unless given.
-    ROOT_FSTYPE is ext4 or btrfs (subvolumes are plain directories: btrfs-progs
-    can make subvolumes only on a mounted file system, and GRUB and Linux
-    read a path through either alike).
+    ROOT_FSTYPE is ext4 or btrfs.  Without ROOT_SUBVOL a btrfs holds the
+    tree at its top (subvolume paths in it are plain directories, which GRUB
+    and Linux read alike); with it, the tree is that subvolume (see
+    make_btrfs).
     """
     if root_fstype not in ("ext4", "btrfs"):
         raise ValueError(f"root file system must be ext4 or btrfs: {root_fstype}")
@@ -138,7 +154,7 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
     if root is not None:
         parts.append(dict(role="root", fstype=root_fstype, tree=root, mib=root_size,
                           label=root_label, uuid=root_uuid, partuuid=root_partuuid,
-                          type=TYPE_LINUX, name="root"))
+                          type=TYPE_LINUX, name="root", subvol=root_subvol))
 
     offset = ALIGN
     for number, p in enumerate(parts, 1):
@@ -204,7 +220,7 @@ def _write(out, parts, image_size, script):
                 make_vfat(fs, p["size"], p["tree"], p["volid"], p["label"],
                           p["start"] // SECTOR)
             elif p["fstype"] == "btrfs":
-                make_btrfs(fs, p["size"], p["tree"], p["uuid"], p["label"])
+                make_btrfs(fs, p["size"], p["tree"], p["uuid"], p["label"], p.get("subvol"))
             else:
                 make_ext4(fs, p["size"], p["tree"], p["uuid"], p["label"])
             # conv=sparse keeps the image sparse where the file system is empty.
@@ -227,13 +243,15 @@ def add_arguments(parser):
     parser.add_argument("--esp-volid", metavar="XXXX-XXXX", help="ESP vfat volume id")
     parser.add_argument("--boot-uuid", metavar="UUID", help="/boot ext4 UUID")
     parser.add_argument("--root-uuid", metavar="UUID", help="/ ext4 UUID")
+    parser.add_argument("--root-subvol", metavar="NAME",
+                        help="btrfs: put the root tree into subvolume NAME (needs root, a loop device)")
     parser.add_argument("--disk-guid", metavar="UUID", help="GPT disk GUID")
 
 
 def build_from_args(out, args):
     names = ("root_fstype", "esp_size", "boot_size", "root_size", "esp_label", "boot_label",
              "root_label", "esp_volid", "boot_uuid", "root_uuid", "esp_partuuid",
-             "boot_partuuid", "root_partuuid", "disk_guid")
+             "boot_partuuid", "root_partuuid", "disk_guid", "root_subvol")
     return build(out, args.esp, args.boot, args.root,
                  **{n: getattr(args, n) for n in names})
 

@@ -1,0 +1,761 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Direct boot: when the kernel an entry names is the kernel already
+ * running, nmbl mounts the entry's root file system and switches root to
+ * it instead of booting the same kernel a second time.
+ *
+ * The rule that keeps this honest: the target must not be able to tell.
+ * Its userspace sees the entry's command line in /proc/cmdline.  What only
+ * the kernel reads, at its own start (mitigations=, iommu=, mem=,
+ * console=, selinux=, a built-in module's options, ...), cannot change
+ * without a new kernel: when the entry's differ from the running kernel's,
+ * nmbl kexecs and says why.  The console log level (quiet, loglevel=,
+ * debug) is the exception, since it can be set at run time.  And what the
+ * entry's own initrd would have set up before mounting root (LVM, LUKS,
+ * RAID, a network root, a hibernated system to resume) nmbl's initramfs
+ * does not: such entries are kexec'd with their initrd as well.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "nmbl-private.h"
+
+/* Where the entry's command line waits to be bound over /proc/cmdline: in
+ * the initramfs itself, which switch_root empties, so that nothing of it
+ * stays behind but the mount. */
+#define NMBL_CMDLINE_FILE "/nmbl-cmdline"
+/* The first bytes of a device hold every signature looked for here; a
+ * swap header's signature ends its first page. */
+#define NMBL_SIGNATURE_SIZE 8192
+#define NMBL_SWAP_PAGE 4096
+
+static void cmdline_freep(struct nmbl_cmdline **c)
+{
+	nmbl_cmdline_free(*c);
+}
+#define _cleanup_cmdline_ __attribute__((cleanup(cmdline_freep)))
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+enum param_class {
+	PARAM_KERNEL,   /* read by the kernel at its start: must match */
+	PARAM_USER,     /* read by userspace from /proc/cmdline */
+	PARAM_LOGLEVEL, /* the console log level, settable at run time */
+};
+
+/*
+ * What userspace reads and the kernel either ignores or only passes on to
+ * init.  Anything not named here counts as the kernel's: a parameter nmbl
+ * does not know makes it kexec, never switch into a system that would have
+ * started differently.
+ */
+static enum param_class classify(const char *key)
+{
+	static const char *const user[] = {
+		"BOOT_IMAGE", "initrd", "root", "rootfstype", "rootflags",
+		"ro", "rw", "init", "rhgb", "splash", "resume", "resume_offset",
+		"noresume", "fastboot", "forcefsck", "net.ifnames",
+		"biosdevname", "single", "emergency", "rescue", "auto", "s",
+		"S", "-s", "-b", "1", "2", "3", "4", "5", "LANG",
+	};
+	static const char *const user_prefix[] = {
+		"rd.", "rd_", "systemd.", "udev.", "plymouth.", "vconsole.",
+		"locale.", "luks.", "fsck.", "nmbl.",
+	};
+
+	if (strcmp(key, "quiet") == 0 || strcmp(key, "loglevel") == 0 ||
+	    strcmp(key, "debug") == 0)
+		return PARAM_LOGLEVEL;
+	for (size_t i = 0; i < sizeof(user) / sizeof(user[0]); i++)
+		if (strcmp(key, user[i]) == 0)
+			return PARAM_USER;
+	for (size_t i = 0; i < sizeof(user_prefix) / sizeof(user_prefix[0]); i++)
+		if (has_prefix(key, user_prefix[i]))
+			return PARAM_USER;
+	return PARAM_KERNEL;
+}
+
+static bool has_word(const struct nmbl_cmdline *c, const char *word)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (classify(c->params[i].key) == PARAM_KERNEL &&
+		    strcmp(c->params[i].word, word) == 0)
+			return true;
+	return false;
+}
+
+/* The kernel's parameters of both lines, in order; the first difference
+ * as a sentence in *RET_REASON, or NULL when there is none. */
+static int compare_kernel_params(const struct nmbl_cmdline *running,
+				 const struct nmbl_cmdline *entry, char **ret_reason)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		while (i < running->n && classify(running->params[i].key) != PARAM_KERNEL)
+			i++;
+		while (j < entry->n && classify(entry->params[j].key) != PARAM_KERNEL)
+			j++;
+		if (i == running->n && j == entry->n) {
+			*ret_reason = NULL;
+			return 0;
+		}
+		if (i < running->n && j < entry->n &&
+		    strcmp(running->params[i].word, entry->params[j].word) == 0) {
+			i++, j++;
+			continue;
+		}
+		if (j < entry->n && !has_word(running, entry->params[j].word))
+			return asprintf(ret_reason, "its kernel parameter '%s' is not the running kernel's",
+					entry->params[j].word) < 0 ? -ENOMEM : 0;
+		if (i < running->n && !has_word(entry, running->params[i].word))
+			return asprintf(ret_reason, "the running kernel's parameter '%s' is not among its own",
+					running->params[i].word) < 0 ? -ENOMEM : 0;
+		return (*ret_reason = strdup("its kernel parameters are in another order")) ?
+			0 : -ENOMEM;
+	}
+}
+
+/*
+ * udev's spelling of a tag in /dev/disk/by-*: a byte outside the safe set
+ * becomes \xNN ("my disk" is "my\x20disk").  Multi-byte UTF-8 stays.
+ */
+static char *udev_encode(const char *s)
+{
+	char *out = malloc(strlen(s) * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+		    (c >= 'A' && c <= 'Z') || strchr("#+-.:=@_", c))
+			*o++ = (char)c;
+		else
+			o += sprintf(o, "\\x%02x", c);
+	}
+	*o = '\0';
+	return out;
+}
+
+/* /dev/disk/by-* path of a root= value; NULL *RET for a form nmbl does not
+ * mount itself. */
+static int root_link(const char *spec, bool lower, char **ret)
+{
+	static const struct {
+		const char *prefix, *dir;
+	} tags[] = {
+		{ "UUID=", "by-uuid" },
+		{ "LABEL=", "by-label" },
+		{ "PARTUUID=", "by-partuuid" },
+		{ "PARTLABEL=", "by-partlabel" },
+	};
+	_cleanup_free_ char *enc = NULL;
+
+	if (has_prefix(spec, "/dev/")) {
+		*ret = strdup(spec);
+		return *ret ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+		if (!has_prefix(spec, tags[i].prefix))
+			continue;
+		enc = udev_encode(spec + strlen(tags[i].prefix));
+		if (!enc)
+			return -ENOMEM;
+		if (lower)
+			for (char *p = enc; *p; p++)
+				if (*p >= 'A' && *p <= 'F')
+					*p = (char)(*p - 'A' + 'a');
+		return asprintf(ret, "/dev/disk/%s/%s", tags[i].dir, enc) < 0 ? -ENOMEM : 0;
+	}
+	*ret = NULL;
+	return 0;
+}
+
+/*
+ * The block device ROOT names, as "<ctx root>/dev/NAME" in *RET_PATH and
+ * NAME in RET_NAME.  -ENXIO when no device has that name (yet), -EINVAL
+ * for a form that is no local block device.
+ */
+static int resolve_root(const struct nmbl_ctx *ctx, const char *spec,
+			char **ret_path, char ret_name[NMBL_NAME_MAX])
+{
+	for (int lower = 0; lower < 2; lower++) {
+		_cleanup_free_ char *link = NULL, *full = NULL, *real = NULL;
+		_cleanup_free_ char *devdir = NULL;
+		const char *name;
+		int r;
+
+		r = root_link(spec, lower, &link);
+		if (r < 0)
+			return r;
+		if (!link)
+			return -EINVAL;
+		full = nmbl_path(ctx, link);
+		devdir = nmbl_path(ctx, "/dev/");
+		if (!full || !devdir)
+			return -ENOMEM;
+		real = realpath(full, NULL);
+		if (!real)
+			continue;
+		if (!has_prefix(real, devdir))
+			return -ENXIO;
+		name = real + strlen(devdir);
+		if (!nmbl_valid_block_name(name))
+			return -ENXIO;
+		strcpy(ret_name, name);
+		*ret_path = TAKE_PTR(real);
+		return 0;
+	}
+	return -ENXIO;
+}
+
+static int read_start(const char *path, unsigned char *buf, size_t size, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = nmbl_read_full(fd, buf, size);
+	if (n < 0)
+		return (int)n;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+/* What a device holds that some initrd must set up before a file system
+ * appears: LUKS, an LVM physical volume, an md member (superblock 1.1 or
+ * 1.2), or NULL. */
+const char *nmbl_probe_stacked(const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+
+	if (len >= 6 && memcmp(b, "LUKS\xba\xbe", 6) == 0)
+		return "LUKS";
+	for (size_t s = 0; s < 4; s++)
+		if (len >= s * 512 + 32 && memcmp(b + s * 512, "LABELONE", 8) == 0 &&
+		    memcmp(b + s * 512 + 24, "LVM2 001", 8) == 0)
+			return "LVM";
+	if ((len >= 4 && nmbl_le32(b) == 0xa92b4efc) ||
+	    (len >= 4100 && nmbl_le32(b + 4096) == 0xa92b4efc))
+		return "RAID (md)";
+	return NULL;
+}
+
+/* A stacked device on any disk: what might hold a root nmbl cannot find. */
+static const char *find_stacked(const struct nmbl_ctx *ctx)
+{
+	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/block");
+	_cleanup_free_ unsigned char *buf = malloc(NMBL_SIGNATURE_SIZE);
+	const char *what = NULL;
+	struct dirent *de;
+	DIR *d;
+
+	if (!dir || !buf || !(d = opendir(dir)))
+		return NULL;
+	while (!what && (de = readdir(d))) {
+		_cleanup_free_ char *dev = NULL;
+		size_t len;
+
+		if (!nmbl_valid_block_name(de->d_name) ||
+		    asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0)
+			continue;
+		if (read_start(dev, buf, NMBL_SIGNATURE_SIZE, &len) == 0)
+			what = nmbl_probe_stacked(buf, len);
+	}
+	closedir(d);
+	return what;
+}
+
+static bool sys_block_has(const struct nmbl_ctx *ctx, const char *name, const char *sub)
+{
+	_cleanup_free_ char *p = NULL;
+	struct stat st;
+
+	return asprintf(&p, "%s/sys/class/block/%s/%s", ctx->root, name, sub) >= 0 &&
+	       stat(p, &st) == 0;
+}
+
+static int probe_fstype(const char *dev, char **ret)
+{
+	_cleanup_free_ unsigned char *buf = malloc(NMBL_PROBE_SIZE);
+	const char *type;
+	size_t len;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = read_start(dev, buf, NMBL_PROBE_SIZE, &len);
+	if (r < 0)
+		return r;
+	type = nmbl_probe_fstype(buf, len);
+	if (!type)
+		return -ENODEV;
+	/* A btrfs of several devices needs them all scanned first, which its
+	 * own initrd does (udev's btrfs ready rule); nmbl's does not wait. */
+	if (strcmp(type, "btrfs") == 0 && len >= 0x10090 && nmbl_le64(buf + 0x10088) > 1)
+		return -EXDEV;
+	*ret = strdup(type);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* 1 when the swap device RESUME names holds a hibernated system. */
+static int hibernated(const struct nmbl_ctx *ctx, const char *resume)
+{
+	unsigned char buf[NMBL_SWAP_PAGE];
+	static const char *const sigs[] = { "S1SUSPEND", "S2SUSPEND", "ULSUSPEND",
+					    "LINHIB0001" };
+	_cleanup_free_ char *path = NULL;
+	char name[NMBL_NAME_MAX];
+	size_t len;
+
+	if (resolve_root(ctx, resume, &path, name) < 0 ||
+	    read_start(path, buf, sizeof(buf), &len) < 0 || len < sizeof(buf))
+		return 0;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (memcmp(buf + NMBL_SWAP_PAGE - 10, sigs[i], strlen(sigs[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static bool enabled(const struct nmbl_cmdline *c, const char *key)
+{
+	const struct nmbl_param *p = nmbl_cmdline_find(c, key);
+
+	return p && strcmp(p->word + strlen(p->key), "=0") != 0 &&
+	       strcmp(p->word + strlen(p->key), "=no") != 0;
+}
+
+/*
+ * Whether nmbl's initramfs can bring up the root ENTRY names as the entry's
+ * own initrd would: *RET_REASON says why not, NULL when it can.
+ */
+static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
+		      char **ret_reason)
+{
+	static const char *const needs[][2] = {
+		{ "rd.lvm.lv", "LVM" }, { "rd.lvm.vg", "LVM" },
+		{ "rd.luks.uuid", "LUKS" }, { "rd.luks.name", "LUKS" },
+		{ "luks.uuid", "LUKS" }, { "luks.name", "LUKS" },
+		{ "rd.md.uuid", "RAID (md)" }, { "rd.dm.uuid", "device-mapper RAID" },
+		{ "netroot", "a network root" }, { "rd.iscsi.initiator", "iSCSI" },
+		{ "rd.zfcp", "zFCP" }, { "rd.dasd", "DASD" },
+	};
+	const struct nmbl_param *root = nmbl_cmdline_find(entry, "root");
+	const struct nmbl_param *resume = nmbl_cmdline_find(entry, "resume");
+	_cleanup_free_ char *spec = NULL, *path = NULL, *rspec = NULL, *fstype = NULL;
+	char name[NMBL_NAME_MAX];
+	const char *what;
+	int r;
+
+	*ret_reason = NULL;
+	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		if (enabled(entry, needs[i][0]))
+			return asprintf(ret_reason, "its root needs %s, which its own initrd sets up (%s=)",
+					needs[i][1], needs[i][0]) < 0 ? -ENOMEM : 0;
+	if (!root)
+		return (*ret_reason = strdup("it names no root= for nmbl to mount")) ? 0 : -ENOMEM;
+	spec = nmbl_param_value(root);
+	if (!spec)
+		return -ENOMEM;
+	r = resolve_root(ctx, spec, &path, name);
+	if (r == -EINVAL)
+		return asprintf(ret_reason, "root=%s is no local block device nmbl mounts itself",
+				spec) < 0 ? -ENOMEM : 0;
+	if (r == -ENXIO) {
+		/* Not there: an initrd may be about to make it, or it is wrong. */
+		what = find_stacked(ctx);
+		if (what)
+			return asprintf(ret_reason, "root=%s is not there, and a disk holds %s, which its own initrd may set up",
+					spec, what) < 0 ? -ENOMEM : 0;
+		return 0; /* the mount says it is missing */
+	}
+	if (r < 0)
+		return r;
+	if (sys_block_has(ctx, name, "dm") || sys_block_has(ctx, name, "md"))
+		return asprintf(ret_reason, "root=%s is a device-mapper or RAID device its own initrd sets up",
+				spec) < 0 ? -ENOMEM : 0;
+	r = probe_fstype(path, &fstype);
+	if (r == -EXDEV)
+		return asprintf(ret_reason, "root=%s is a btrfs of several devices, which its own initrd assembles",
+				spec) < 0 ? -ENOMEM : 0;
+	if (resume && !nmbl_cmdline_find(entry, "noresume")) {
+		rspec = nmbl_param_value(resume);
+		if (!rspec)
+			return -ENOMEM;
+		if (hibernated(ctx, rspec))
+			return asprintf(ret_reason, "resume=%s holds a hibernated system, which its own initrd resumes",
+					rspec) < 0 ? -ENOMEM : 0;
+	}
+	return 0;
+}
+
+/* The running kernel's command line and CMDLINE, split. */
+static int both_cmdlines(const struct nmbl_ctx *ctx, const char *cmdline,
+			 struct nmbl_cmdline **ret_running, struct nmbl_cmdline **ret_entry)
+{
+	_cleanup_free_ char *text = NULL;
+	struct nmbl_cmdline *running = NULL;
+	size_t len;
+	int r;
+
+	r = nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	r = nmbl_cmdline_parse(text, len, &running);
+	if (r < 0)
+		return r;
+	r = nmbl_cmdline_parse(cmdline, strlen(cmdline), ret_entry);
+	if (r < 0) {
+		nmbl_cmdline_free(running);
+		return r;
+	}
+	*ret_running = running;
+	return 0;
+}
+
+static void image_unrefp(struct nmbl_image **img)
+{
+	nmbl_image_unref(*img);
+}
+
+static int kexec_because(char **ret_reason, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int kexec_because(char **ret_reason, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(ret_reason, fmt, ap);
+	va_end(ap);
+	return r < 0 ? -ENOMEM : NMBL_BOOT_KEXEC;
+}
+
+NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
+				 const char *cmdline, enum nmbl_boot_method *ret_method,
+				 char **ret_reason)
+{
+	__attribute__((cleanup(image_unrefp))) struct nmbl_image *img = NULL;
+	_cleanup_cmdline_ struct nmbl_cmdline *running = NULL, *entry = NULL;
+	const struct nmbl_param *knob;
+	char *reason = NULL;
+	int r;
+
+	if (!ctx || !kernel || !cmdline || !ret_method || !ret_reason)
+		return -EINVAL;
+	r = both_cmdlines(ctx, cmdline, &running, &entry);
+	if (r < 0)
+		return r;
+
+	knob = nmbl_cmdline_find(running, "nmbl.boot");
+	if (knob && strcmp(knob->word, "nmbl.boot=kexec") == 0) {
+		r = kexec_because(&reason, "nmbl.boot=kexec asks for kexec always");
+		goto done;
+	}
+	r = nmbl_image_new_from_file(ctx, kernel, &img);
+	if (r < 0) {
+		/* nmbl_load() says what is wrong with it. */
+		r = kexec_because(&reason, "it is no kernel image nmbl can compare");
+		goto done;
+	}
+	if (nmbl_image_get_type(img) == NMBL_IMAGE_UKI) {
+		r = kexec_because(&reason, "a UKI brings its own initrd and command line");
+		goto done;
+	}
+	r = nmbl_image_is_running_kernel(ctx, img);
+	if (r == 0 || r == -ENODATA) {
+		const char *v = nmbl_image_get_version(img);
+
+		r = kexec_because(&reason, "it is not the running kernel (it is %.*s)",
+				  v ? (int)strcspn(v, " ") : 7, v ? v : "unknown");
+		goto done;
+	}
+	if (r < 0)
+		return r;
+	r = compare_kernel_params(running, entry, &reason);
+	if (r < 0)
+		return r;
+	if (!reason) {
+		r = check_root(ctx, entry, &reason);
+		if (r < 0)
+			return r;
+	}
+	r = reason ? NMBL_BOOT_KEXEC : NMBL_BOOT_DIRECT;
+done:
+	if (r < 0)
+		return r;
+	nmbl_info(ctx, "%s: %s%s", kernel, r == NMBL_BOOT_DIRECT ? "direct boot" : "kexec, as ",
+		  reason ? reason : "");
+	*ret_method = (enum nmbl_boot_method)r;
+	*ret_reason = reason;
+	return 0;
+}
+
+/* mount(8)'s names for the generic flags in rootflags=; the rest is the
+ * file system's. */
+static int split_flags(const char *options, unsigned long *flags, char **ret_data)
+{
+	static const struct {
+		const char *name;
+		unsigned long set, clear;
+	} generic[] = {
+		{ "ro", MS_RDONLY, 0 }, { "rw", 0, MS_RDONLY },
+		{ "nosuid", MS_NOSUID, 0 }, { "suid", 0, MS_NOSUID },
+		{ "nodev", MS_NODEV, 0 }, { "dev", 0, MS_NODEV },
+		{ "noexec", MS_NOEXEC, 0 }, { "exec", 0, MS_NOEXEC },
+		{ "sync", MS_SYNCHRONOUS, 0 }, { "async", 0, MS_SYNCHRONOUS },
+		{ "dirsync", MS_DIRSYNC, 0 }, { "noatime", MS_NOATIME, 0 },
+		{ "atime", 0, MS_NOATIME }, { "nodiratime", MS_NODIRATIME, 0 },
+		{ "diratime", 0, MS_NODIRATIME }, { "relatime", MS_RELATIME, 0 },
+		{ "norelatime", 0, MS_RELATIME }, { "strictatime", MS_STRICTATIME, 0 },
+		{ "lazytime", MS_LAZYTIME, 0 }, { "nolazytime", 0, MS_LAZYTIME },
+		{ "silent", MS_SILENT, 0 }, { "loud", 0, MS_SILENT },
+		{ "defaults", 0, 0 },
+	};
+	_cleanup_free_ char *copy = strdup(options);
+	char *data, *d, *opt, *save = NULL;
+
+	data = d = calloc(1, strlen(options) + 1);
+	if (!copy || !data) {
+		free(data);
+		return -ENOMEM;
+	}
+	for (opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+			if (strcmp(opt, generic[i].name) == 0)
+				break;
+		if (i < sizeof(generic) / sizeof(generic[0])) {
+			*flags = (*flags | generic[i].set) & ~generic[i].clear;
+			continue;
+		}
+		if (d != data)
+			*d++ = ',';
+		d = stpcpy(d, opt);
+	}
+	*ret_data = data;
+	return 0;
+}
+
+static int value_of(const struct nmbl_cmdline *c, const char *key, char **ret)
+{
+	const struct nmbl_param *p = nmbl_cmdline_find(c, key);
+
+	*ret = p ? nmbl_param_value(p) : NULL;
+	return p && !*ret ? -ENOMEM : 0;
+}
+
+/* INIT, followed inside ROOT as the target will follow it, is a program. */
+static int check_init(const char *root, const char *init)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT,
+	};
+	_cleanup_close_ int dfd = -1, fd = -1;
+	struct stat st;
+
+	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, init, &how, sizeof(how));
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? -ENOMEDIUM : -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 0 : -ENOMEDIUM;
+}
+
+/* The console log level the entry's quiet, debug or loglevel= asks for,
+ * as the kernel would have set it at its start; 0 for the default. */
+static int console_loglevel(const struct nmbl_cmdline *c)
+{
+	int level = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const char *w = c->params[i].word;
+
+		if (strcmp(w, "quiet") == 0)
+			level = 4;
+		else if (strcmp(w, "debug") == 0)
+			level = 10;
+		else if (has_prefix(w, "loglevel=") && w[9] >= '0' && w[9] <= '9')
+			level = atoi(w + 9);
+	}
+	return level;
+}
+
+static int set_loglevel(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
+			const struct nmbl_cmdline *entry)
+{
+	int want = console_loglevel(entry), have = console_loglevel(running);
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
+	char text[64];
+	int r, levels[4];
+
+	if (want == have)
+		return 0;
+	/* Without a word about it, the level the kernel was built with: the
+	 * last of printk's four. */
+	if (!want) {
+		r = nmbl_read_small(ctx, "/proc/sys/kernel/printk", text, sizeof(text));
+		if (r < 0)
+			return r;
+		if (sscanf(text, "%d %d %d %d", &levels[0], &levels[1], &levels[2],
+			   &levels[3]) != 4)
+			return -EBADMSG;
+		want = levels[3];
+	}
+	snprintf(text, sizeof(text), "%d", want);
+	path = nmbl_path(ctx, "/proc/sys/kernel/printk");
+	if (!path)
+		return -ENOMEM;
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_TRUNC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		return -errno;
+	nmbl_info(ctx, "console log level %s", text);
+	return 0;
+}
+
+/* Write the entry's command line where it is bound over /proc/cmdline. */
+static int bind_cmdline(const struct nmbl_ctx *ctx, const char *cmdline)
+{
+	_cleanup_free_ char *file = nmbl_path(ctx, NMBL_CMDLINE_FILE);
+	_cleanup_free_ char *proc = nmbl_path(ctx, "/proc/cmdline");
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (!file || !proc)
+		return -ENOMEM;
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return -errno;
+	/* /proc/cmdline ends in a newline. */
+	if (write(fd, cmdline, strlen(cmdline)) < 0 || write(fd, "\n", 1) < 0) {
+		r = -errno;
+		unlink(file);
+		return r;
+	}
+	r = nmbl_sys_mount(file, proc, NULL, MS_BIND, NULL);
+	if (r == 0) {
+		r = nmbl_sys_mount(NULL, proc, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
+		if (r < 0)
+			(void)nmbl_sys_umount(proc);
+	}
+	unlink(file);
+	return r;
+}
+
+static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
+		      const char *sysroot)
+{
+	_cleanup_free_ char *spec = NULL, *fstype = NULL, *rootflags = NULL;
+	_cleanup_free_ char *data = NULL, *dev = NULL, *alias = NULL;
+	unsigned long flags = MS_RDONLY;
+	char name[NMBL_NAME_MAX];
+	int r;
+
+	r = value_of(entry, "root", &spec);
+	if (r < 0)
+		return r;
+	if (!spec)
+		return -EINVAL;
+	if (value_of(entry, "rootfstype", &fstype) < 0 ||
+	    value_of(entry, "rootflags", &rootflags) < 0)
+		return -ENOMEM;
+	/* The kernel's own rule: read-only unless rw comes last. */
+	for (size_t i = 0; i < entry->n; i++) {
+		if (strcmp(entry->params[i].word, "rw") == 0)
+			flags &= ~(unsigned long)MS_RDONLY;
+		else if (strcmp(entry->params[i].word, "ro") == 0)
+			flags |= MS_RDONLY;
+	}
+	r = split_flags(rootflags ? rootflags : "", &flags, &data);
+	if (r < 0)
+		return r;
+	r = resolve_root(ctx, spec, &dev, name);
+	if (r < 0)
+		return r;
+	if (!fstype || strcmp(fstype, "auto") == 0) {
+		free(fstype);
+		fstype = NULL;
+		r = probe_fstype(dev, &fstype);
+		if (r < 0)
+			return r;
+	}
+	if (asprintf(&alias, "fs-%s", fstype) < 0)
+		return -ENOMEM;
+	r = nmbl_load_module(ctx, alias);
+	if (r < 0 && r != -ENOENT) /* built in, or the kernel finds it */
+		return r;
+	if (mkdir(sysroot, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	r = nmbl_sys_mount(dev, sysroot, fstype, flags, *data ? data : NULL);
+	if (r < 0)
+		return r;
+	nmbl_info(ctx, "mounted root %s (%s) on %s, %s", dev, fstype, sysroot,
+		  flags & MS_RDONLY ? "read-only" : "read-write");
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
+{
+	_cleanup_cmdline_ struct nmbl_cmdline *running = NULL, *entry = NULL;
+	_cleanup_free_ char *sysroot = NULL, *init = NULL;
+	int r;
+
+	if (!ctx || !cmdline)
+		return -EINVAL;
+	/* Only a kernel that nmbl_load() accepted, as it would for kexec. */
+	r = nmbl_require_loaded(ctx);
+	if (r < 0)
+		return r;
+	r = both_cmdlines(ctx, cmdline, &running, &entry);
+	if (r < 0)
+		return r;
+	r = value_of(entry, "init", &init);
+	if (r < 0)
+		return r;
+	sysroot = nmbl_path(ctx, NMBL_SYSROOT);
+	if (!sysroot)
+		return -ENOMEM;
+
+	r = mount_root(ctx, entry, sysroot);
+	if (r < 0)
+		return r;
+	r = check_init(sysroot, init ? init : "/sbin/init");
+	if (r == 0)
+		r = bind_cmdline(ctx, cmdline);
+	if (r < 0) {
+		(void)nmbl_sys_umount(sysroot);
+		return r;
+	}
+	r = set_loglevel(ctx, running, entry);
+	if (r < 0)
+		nmbl_notice(ctx, "cannot set the console log level: %s", strerror(-r));
+
+	/* Nothing of nmbl goes along: no loaded kernel, none of its mounts. */
+	(void)nmbl_unload(ctx);
+	r = nmbl_umount_all(ctx);
+	if (r < 0)
+		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
+	if (nmbl_systemd_is_pid1(ctx))
+		return nmbl_ask_systemd("switch-root", NMBL_SYSROOT);
+	return 0;
+}

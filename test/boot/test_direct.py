@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Direct boot in Secure Boot VMs: an entry of nmbl's own kernel boots by
+switching root, without a second kernel start; an entry whose kernel
+parameters differ, another kernel, or nmbl told so, boots by kexec.
+
+Whether a second kernel started is told by the kernel itself: its boot id
+(nmbl's status prints it, the target's init too) and its log (a kernel
+booted by kexec starts a new one, without nmbl's lines)."""
+
+import functools
+import os
+import re
+
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_UP, VM, build_path,
+                     kver, make_disk, words)
+from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
+
+# nmbl's own kernel parameters (the UKI's command line, Makefile
+# NMBL_CMDLINE): an entry that keeps them may switch root.
+CONSOLES = "console=tty0 console=ttyS0,115200"
+ROOT_LABEL = "nmbl-test-root"
+ROOT_PARTUUID = "7a46e7a1-3333-4444-8555-2007f5007f50"
+NO_SUCH_UUID = "0badc0de-0000-4000-8000-000000000000"
+TARGET_KERNEL = r"NMBL-TARGET-KERNEL boot-id=(\S+) linux-starts=(\d+) nmbl-lines=(\d+)\r?\n"
+# Up to the end of the line: the console may have delivered half of it yet.
+NMBL_BOOT_ID = r"nmbl: boot-id: (\S+)\r?\n"
+
+# BLS entries, newest first as blscfg sorts them: (file version, title,
+# kernel, initrd, options).
+ENTRIES = [
+    ("9", "Direct", "vmlinuz-test", "initrd.img-test",
+     f"root=UUID={ROOT_UUID} ro {CONSOLES} quiet rhgb systemd.unit=multi-user.target "
+     "nmbl.entry=direct"),
+    ("8", "Kernel parameter", "vmlinuz-test", "initrd.img-test",
+     f"root=UUID={ROOT_UUID} ro {CONSOLES} mitigations=off nmbl.entry=mitigations"),
+    ("7", "Other kernel", "vmlinuz-other", "initrd.img-other",
+     f"root=UUID={ROOT_UUID} ro {CONSOLES} nmbl.entry=other"),
+    ("6", "By label", "vmlinuz-test", "initrd.img-test",
+     f"root=LABEL={ROOT_LABEL} rw {CONSOLES} nmbl.entry=label"),
+    ("5", "By partition UUID", "vmlinuz-test", "initrd.img-test",
+     f"root=PARTUUID={ROOT_PARTUUID} ro {CONSOLES} nmbl.entry=partuuid"),
+    ("4", "Wrong root", "vmlinuz-test", "initrd.img-test",
+     f"root=UUID={NO_SUCH_UUID} ro {CONSOLES} nmbl.entry=wrong"),
+]
+
+
+def grub_cfg():
+    return f"""set timeout=3
+search --no-floppy --fs-uuid --set=root {BOOT_UUID}
+blscfg
+"""
+
+
+def bls_files(entries, directory):
+    files = {
+        "vmlinuz-test": build_path("test", "vmlinuz-test"),
+        "initrd.img-test": build_path("test", "target-initrd.img"),
+        "vmlinuz-other": build_path("test", "vmlinuz-other"),
+        "initrd.img-other": build_path("test", "other-initrd.img"),
+    }
+    for version, title, kernel, initrd, options in entries:
+        path = f"{directory}/{version}.conf"
+        with open(path, "w") as f:
+            f.write(f"title {title}\nversion {version}\nlinux /{kernel}\ninitrd /{initrd}\n"
+                    f"options {options}\n")
+        files[f"loader/entries/{version}.conf"] = path
+    return files
+
+
+def src_dir(name):
+    path = build_path("test", name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+@functools.cache
+def disk():
+    return make_disk("direct", grub_cfg(), bls_files(ENTRIES, src_dir("direct-src")),
+                     root_label=ROOT_LABEL, root_partuuid=ROOT_PARTUUID)
+
+
+def choose(index):
+    return KEY_HOME + KEY_DOWN * index + KEY_ENTER
+
+
+def boot(name, keys=None, image=None, uki=None):
+    """Boot, choose with KEYS, and return the console log, the target's
+    report line and nmbl's boot id."""
+    with VM(image or disk(), snapshot=True, log_file=build_path("test", f"{name}.log")) as vm:
+        nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
+        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        if keys:
+            vm.send(keys)
+        up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_exit(timeout=60)
+        return vm.clean_log(), up, nmbl_id
+
+
+def bls_cmdline(index, entries=ENTRIES):
+    """blscfg names the kernel with $root, as Fedora's GRUB does."""
+    _, _, kernel, _, options = entries[index]
+    return f"BOOT_IMAGE=(hd0,gpt2)/{kernel} {options}"
+
+
+def assert_direct(log, up, nmbl_id, index):
+    assert up.group(1) == kver(), f"target runs {up.group(1)}, expected {kver()}"
+    want = bls_cmdline(index)
+    assert up.group(2) == want, f"target's /proc/cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
+    kernel = re.search(TARGET_KERNEL, log)
+    assert kernel, "the target did not report its kernel"
+    assert kernel.group(1) == nmbl_id, \
+        f"boot id {kernel.group(1)} is not nmbl's {nmbl_id}: a second kernel started"
+    assert kernel.group(2) == "1", f"the kernel log shows {kernel.group(2)} kernel starts"
+    assert int(kernel.group(3)) >= 1, "the target's kernel log lacks nmbl's lines"
+    assert "Booting by kexec" not in log, "nmbl kexec'd an entry it could switch root to"
+
+
+def assert_kexec(log, up, nmbl_id, release, reason):
+    assert up.group(1) == release, f"target runs {up.group(1)}, expected {release}"
+    assert re.search(r"Booting by kexec \S+:\s+" + words(reason), log), \
+        f"nmbl did not say: {reason}"
+    kernel = re.search(TARGET_KERNEL, log)
+    assert kernel, "the target did not report its kernel"
+    assert kernel.group(1) != nmbl_id, "the target kept nmbl's boot id: no kexec happened"
+    assert kernel.group(3) == "0", "the kexec'd kernel's log holds nmbl's lines"
+
+
+def test_wrong_root_says_so_then_own_kernel_boots_directly():
+    """A root that is not there: a clear message and the menu again.  Then
+    the default entry, nmbl's own kernel with userspace parameters of its
+    own (rhgb, systemd.unit=, nmbl.entry=) and the same kernel ones, boots
+    by switching root: one kernel start, its command line in /proc/cmdline."""
+    with VM(disk(), snapshot=True, log_file=build_path("test", "direct-default.log")) as vm:
+        nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
+        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        vm.send(choose(5))
+        vm.wait_for(words(f"cannot mount the root file system root=UUID={NO_SUCH_UUID}: "
+                          "no such disk or partition is known to Linux"),
+                    timeout=BOOT_TIMEOUT, clean=True)
+        vm.wait_for("Press any key to continue", timeout=60, clean=True)
+        vm.send(KEY_ENTER)
+        vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60,
+                    clean=True)
+        vm.send(choose(0))
+        up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_exit(timeout=60)
+        log = vm.clean_log()
+    assert_direct(log, up, nmbl_id, 0)
+
+
+def test_kernel_only_parameter_differs_boots_by_kexec():
+    log, up, nmbl_id = boot("direct-mitigations", choose(1))
+    assert_kexec(log, up, nmbl_id, kver(),
+                 "its kernel parameter 'mitigations=off' is not the running kernel's.")
+    assert up.group(2) == bls_cmdline(1)
+
+
+def test_other_kernel_boots_by_kexec():
+    with open(build_path("kernel-other", "kver")) as f:
+        other = f.read().strip()
+    log, up, nmbl_id = boot("direct-other", choose(2))
+    assert_kexec(log, up, nmbl_id, other,
+                 f"it is not the running kernel (it is {other}).")
+    assert up.group(2) == bls_cmdline(2)
+
+
+def test_root_by_label_boots_directly():
+    log, up, nmbl_id = boot("direct-label", choose(3))
+    assert_direct(log, up, nmbl_id, 3)
+
+
+def test_root_by_partuuid_boots_directly():
+    log, up, nmbl_id = boot("direct-partuuid", choose(4))
+    assert_direct(log, up, nmbl_id, 4)
+
+
+def test_btrfs_root_subvolume_boots_directly():
+    """Fedora's layout: / in the btrfs subvolume "root"."""
+    entries = [("9", "Fedora on btrfs", "vmlinuz-test", "initrd.img-test",
+                f"root=UUID={ROOT_UUID} ro rootflags=subvol=root {CONSOLES} rhgb quiet "
+                "nmbl.entry=btrfs")]
+    image = make_disk("direct-btrfs", grub_cfg(), bls_files(entries, src_dir("direct-btrfs-src")),
+                      root_fstype="btrfs", root_subvol="root")
+    log, up, nmbl_id = boot("direct-btrfs", image=image)
+    want = bls_cmdline(0, entries)
+    assert up.group(2) == want, f"target's /proc/cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
+    kernel = re.search(TARGET_KERNEL, log)
+    assert kernel and kernel.group(1) == nmbl_id, "a second kernel started"
+
+
+def test_nmbl_boot_kexec_always_kexecs():
+    """nmbl.boot=kexec on the UKI's command line (make NMBL_BOOT=kexec)."""
+    image = make_disk("direct-knob", grub_cfg(), bls_files(ENTRIES[:1], src_dir("direct-knob-src")),
+                      uki="test/nmbl-kexec.efi")
+    log, up, nmbl_id = boot("direct-knob", image=image)
+    assert_kexec(log, up, nmbl_id, kver(),
+                 "nmbl.boot=kexec asks for kexec always.")
+    assert up.group(2) == bls_cmdline(0)

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <errno.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fake-sys.h"
+#include "nmbl-private.h"
+#include "unit.h"
+
+/* The corpus kernel says "6.1.0-test (nmbl) #1 SMP", its UKI too. */
+#define PROC_VERSION "Linux version 6.1.0-test (nmbl) (gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP\n"
+#define RUNNING "BOOT_IMAGE=/vmlinuz root=UUID=7a46e7a1 ro console=tty0 console=ttyS0,115200 quiet nmbl.boot=direct\n"
+#define KERNEL CORPUS "/kernel.efi"
+
+static struct nmbl_ctx *ctx;
+static unsigned char ext4_sb[2048];
+
+static void link_dev(const char *link, const char *target)
+{
+	fixture_text("/dev/.keep", "");
+	mkdir(fixture_path("/dev/disk"), 0755);
+	{
+		char dir[4096];
+
+		snprintf(dir, sizeof(dir), "%s", fixture_path(link));
+		*strrchr(dir, '/') = '\0';
+		mkdir(dir, 0755);
+	}
+	unlink(fixture_path(link));
+	CHECK_INT(symlink(target, fixture_path(link)), 0);
+}
+
+/* A machine running the corpus kernel from an ext4 root on /dev/vda3,
+ * known to udev by UUID, label, partition UUID and label. */
+static void machine(void)
+{
+	ext4_sb[1080] = 0x53;
+	ext4_sb[1081] = 0xef;
+	fixture_text("/proc/version", PROC_VERSION);
+	fixture_text("/proc/cmdline", RUNNING);
+	fixture_text("/proc/sys/kernel/printk", "4\t4\t1\t7\n");
+	fixture_text("/sys/kernel/kexec_loaded", "1\n");
+	fixture_text("/sys/class/block/vda3/partition", "3\n");
+	fixture_write("/dev/vda3", ext4_sb, sizeof(ext4_sb));
+	link_dev("/dev/disk/by-uuid/7a46e7a1", "../../vda3");
+	link_dev("/dev/disk/by-label/my\\x20root", "../../vda3");
+	link_dev("/dev/disk/by-partuuid/e5b0e5b0-0003", "../../vda3");
+	link_dev("/dev/disk/by-partlabel/root", "../../vda3");
+	fixture_text("/sysroot/sbin/.keep", "");
+	fixture_text("/sysroot/lib/systemd/systemd", "#!\n");
+	chmod(fixture_path("/sysroot/lib/systemd/systemd"), 0755);
+	unlink(fixture_path("/sysroot/sbin/init"));
+	CHECK_INT(symlink("/lib/systemd/systemd", fixture_path("/sysroot/sbin/init")), 0);
+	remove(fixture_path("/proc/1/comm"));
+	fake.calls[0] = '\0';
+	fake.mount_errno = 0;
+	fake.systemctl_errno = 0;
+}
+
+/* The method chosen for KERNEL with CMDLINE, and the reason in REASON. */
+static int choose(const char *kernel, const char *cmdline, char *reason, size_t size)
+{
+	enum nmbl_boot_method method = NMBL_BOOT_KEXEC;
+	char *why = NULL;
+	int r;
+
+	r = nmbl_choose_boot(ctx, kernel, cmdline, &method, &why);
+	if (r < 0)
+		return r;
+	snprintf(reason, size, "%s", why ? why : "");
+	free(why);
+	return method;
+}
+
+static void test_cmdline_is_split_as_the_kernel_splits_it(void)
+{
+	struct nmbl_cmdline *c = NULL;
+	char *v = NULL;
+	const char *line = "  root=LABEL=\"my root\" \"quoted key=x\"\tro  rootflags=subvol=root ro=\"\"";
+
+	CHECK_INT(nmbl_cmdline_parse(line, strlen(line), &c), 0);
+	CHECK_INT(c->n, 5);
+	CHECK_STR(c->params[0].word, "root=LABEL=\"my root\"");
+	CHECK_STR(c->params[0].key, "root");
+	CHECK_STR(c->params[1].key, "quoted key");
+	CHECK_STR(c->params[2].word, "ro");
+	CHECK_STR(nmbl_cmdline_find(c, "ro")->word, "ro=\"\"");
+	nmbl_cmdline_free(c);
+
+	CHECK_INT(nmbl_cmdline_get_value(line, "root", &v), 0);
+	CHECK_STR(v, "LABEL=my root");
+	free(v);
+	CHECK_INT(nmbl_cmdline_get_value(line, "rootflags", &v), 0);
+	CHECK_STR(v, "subvol=root");
+	free(v);
+	CHECK_INT(nmbl_cmdline_get_value(line, "rw", &v), -ENOENT);
+	/* An open quote runs to the end, as in the kernel. */
+	CHECK_INT(nmbl_cmdline_parse("a=\"b c", 6, &c), 0);
+	CHECK_INT(c->n, 1);
+	nmbl_cmdline_free(c);
+	CHECK_INT(nmbl_cmdline_parse("", 0, &c), 0);
+	CHECK_INT(c->n, 0);
+	nmbl_cmdline_free(c);
+}
+
+static void test_running_kernel_with_userspace_changes_boots_directly(void)
+{
+	char why[512];
+
+	machine();
+	/* BOOT_IMAGE, root, rw, rd.*, systemd.*, rhgb, selinux-free: userspace
+	 * reads these; quiet and debug only set the console log level. */
+	CHECK_INT(choose(KERNEL, "BOOT_IMAGE=/boot/vmlinuz-6.1 root=PARTUUID=e5b0e5b0-0003 rw "
+			 "console=tty0 console=ttyS0,115200 rd.shell=0 systemd.unit=rescue.target "
+			 "rhgb debug", why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_STR(why, "");
+}
+
+static void test_kernel_parameters_must_be_the_running_ones(void)
+{
+	char why[512];
+
+	machine();
+	CHECK_INT(choose(KERNEL, "root=UUID=7a46e7a1 console=tty0 console=ttyS0,115200 mitigations=off",
+			 why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "its kernel parameter 'mitigations=off' is not the running kernel's");
+	CHECK_INT(choose(KERNEL, "root=UUID=7a46e7a1 console=ttyS0,115200", why, sizeof(why)),
+		  NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "the running kernel's parameter 'console=tty0' is not among its own");
+	CHECK_INT(choose(KERNEL, "root=UUID=7a46e7a1 console=ttyS0,115200 console=tty0", why,
+			 sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "its kernel parameters are in another order");
+	/* selinux= is read by the kernel too: not something to switch into. */
+	CHECK_INT(choose(KERNEL, "root=UUID=7a46e7a1 console=tty0 console=ttyS0,115200 selinux=0",
+			 why, sizeof(why)), NMBL_BOOT_KEXEC);
+}
+
+static void test_another_kernel_or_a_uki_is_kexeced(void)
+{
+	const char *entry = "root=UUID=7a46e7a1 console=tty0 console=ttyS0,115200";
+	char why[512];
+
+	machine();
+	fixture_text("/proc/version", "Linux version 6.1.0-test (nmbl) (gcc) #2 SMP\n");
+	CHECK_INT(choose(KERNEL, entry, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "it is not the running kernel (it is 6.1.0-test)");
+	machine();
+	CHECK_INT(choose(CORPUS "/uki.efi", entry, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "a UKI brings its own initrd and command line");
+	CHECK_INT(choose(CORPUS "/efi-program.efi", entry, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "it is not the running kernel (it is unknown)");
+	fixture_text("/proc/cmdline", "console=tty0 console=ttyS0,115200 nmbl.boot=kexec\n");
+	CHECK_INT(choose(KERNEL, entry, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "nmbl.boot=kexec asks for kexec always");
+}
+
+static void test_what_its_own_initrd_sets_up_is_kexeced(void)
+{
+	const char *k = "console=tty0 console=ttyS0,115200";
+	unsigned char luks[4096] = "LUKS\xba\xbe", btrfs[0x11000] = { 0 }, swap[4096] = { 0 };
+	char why[512], line[512];
+
+	machine();
+	snprintf(line, sizeof(line), "root=/dev/mapper/fedora-root rd.lvm.lv=fedora/root %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "its root needs LVM, which its own initrd sets up (rd.lvm.lv=)");
+
+	/* Not there, and a disk holds LUKS: maybe it is inside. */
+	snprintf(line, sizeof(line), "root=UUID=0ff %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	fixture_text("/sys/class/block/vdb/size", "8\n");
+	fixture_write("/dev/vdb", luks, sizeof(luks));
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "root=UUID=0ff is not there, and a disk holds LUKS, which its own initrd may set up");
+	remove(fixture_path("/dev/vdb"));
+
+	fixture_text("/sys/class/block/dm-0/dm/name", "root\n");
+	fixture_text("/dev/dm-0", "");
+	link_dev("/dev/disk/by-uuid/d0", "../../dm-0");
+	snprintf(line, sizeof(line), "root=UUID=d0 %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "root=UUID=d0 is a device-mapper or RAID device its own initrd sets up");
+
+	memcpy(btrfs + 0x10040, "_BHRfS_M", 8);
+	btrfs[0x10088] = 2;
+	fixture_write("/dev/vdc1", btrfs, sizeof(btrfs));
+	link_dev("/dev/disk/by-label/multi", "../../vdc1");
+	snprintf(line, sizeof(line), "root=LABEL=multi %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "root=LABEL=multi is a btrfs of several devices, which its own initrd assembles");
+
+	memcpy(swap + 4096 - 10, "S1SUSPEND", 9);
+	fixture_write("/dev/vda2", swap, sizeof(swap));
+	snprintf(line, sizeof(line), "root=UUID=7a46e7a1 resume=/dev/vda2 %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "resume=/dev/vda2 holds a hibernated system, which its own initrd resumes");
+	memcpy(swap + 4096 - 10, "SWAPSPACE2", 10);
+	fixture_write("/dev/vda2", swap, sizeof(swap));
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+
+	snprintf(line, sizeof(line), "root=nfs:10.0.0.1:/root %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "root=nfs:10.0.0.1:/root is no local block device nmbl mounts itself");
+	CHECK_INT(choose(KERNEL, k, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "it names no root= for nmbl to mount");
+}
+
+static void test_switch_root_mounts_the_entry_root(void)
+{
+	const char *line = "BOOT_IMAGE=/vmlinuz root=LABEL=\"my root\" rootflags=subvol=root,noatime rw "
+			   "console=tty0 console=ttyS0,115200 rhgb";
+	char cmdline[512];
+
+	machine();
+	CHECK_INT(nmbl_switch_root(ctx, line), 0);
+	CHECK_STR(fake.calls, "mount /dev/vda3 /sysroot ext4 subvol=root;"
+			      "mount /nmbl-cmdline /proc/cmdline - -;"
+			      "mount - /proc/cmdline - -;"
+			      "kexec_file_load;");
+	CHECK_INT(fake.mount_flags, MS_BIND | MS_REMOUNT | MS_RDONLY);
+	/* The file under the bind mount is gone from the initramfs. */
+	CHECK(access(fixture_path("/nmbl-cmdline"), F_OK) < 0);
+	/* No quiet in the entry: the kernel's own default level. */
+	CHECK_INT(nmbl_read_small(ctx, "/proc/sys/kernel/printk", cmdline, sizeof(cmdline)), 1);
+	CHECK_STR(cmdline, "7");
+}
+
+static void test_switch_root_flags_and_names(void)
+{
+	machine();
+	CHECK_INT(nmbl_switch_root(ctx, "root=PARTUUID=E5B0E5B0-0003 rootfstype=ext4 rootflags=noatime,nodev quiet"), 0);
+	CHECK(strstr(fake.calls, "mount /dev/vda3 /sysroot ext4 -;"));
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, "root=PARTLABEL=root rw ro"), 0);
+	CHECK(strncmp(fake.calls, "mount /dev/vda3 /sysroot ext4 -;", 32) == 0);
+}
+
+static void test_switch_root_refuses_what_it_cannot_boot(void)
+{
+	machine();
+	CHECK_INT(nmbl_switch_root(ctx, "root=UUID=0ff ro"), -ENXIO);
+	CHECK_STR(fake.calls, "");
+	/* An init that is not there: the root is unmounted again. */
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 init=/bin/none"), -ENOMEDIUM);
+	CHECK_STR(fake.calls, "mount /dev/vda3 /sysroot ext4 -;umount /sysroot;");
+	fake.calls[0] = '\0';
+	fake.mount_errno = -EINVAL;
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 rootfstype=xfs"), -EINVAL);
+	CHECK_STR(fake.calls, "mount /dev/vda3 /sysroot xfs -;");
+	/* Only a kernel nmbl_load() accepted. */
+	machine();
+	fixture_text("/sys/kernel/kexec_loaded", "0\n");
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3"), -ENOENT);
+	CHECK_STR(fake.calls, "");
+}
+
+static void test_switch_root_through_systemd(void)
+{
+	machine();
+	fixture_text("/proc/1/comm", "systemd\n");
+	fake.systemctl_errno = -EIO;
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 quiet"), -EIO);
+	CHECK(strstr(fake.calls, "systemctl_switch-root /sysroot;"));
+}
+
+int main(void)
+{
+	static void (*const tests[])(void) = {
+		test_cmdline_is_split_as_the_kernel_splits_it,
+		test_running_kernel_with_userspace_changes_boots_directly,
+		test_kernel_parameters_must_be_the_running_ones,
+		test_another_kernel_or_a_uki_is_kexeced,
+		test_what_its_own_initrd_sets_up_is_kexeced,
+		test_switch_root_mounts_the_entry_root,
+		test_switch_root_flags_and_names,
+		test_switch_root_refuses_what_it_cannot_boot,
+		test_switch_root_through_systemd,
+		NULL,
+	};
+
+	return unit_main_ctx(tests, &ctx);
+}
