@@ -31,7 +31,8 @@ GRUB_OBJ = $(BUILD)/grub/obj
 DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	pkg-config python3 patch xz-utils libssl-dev libkmod-dev zstd cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
-	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common
+	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
+	grub-efi-amd64-bin
 
 LIB_SRCS = bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
 LIBS_NMBL = -lcrypto -lkmod
@@ -293,6 +294,23 @@ $(T)/HelloWorld.efi: $(SIGN_KEY) $(SIGN_CERT)
 	@mkdir -p $(@D)
 	sbsign --key $(SIGN_KEY) --cert $(SIGN_CERT) --output $@ $(EFITOOLS_DIR)/HelloWorld.efi
 
+# What the benchmark compares nmbl with, on the entry it boots (see
+# test/bench): the target's own UKI, started by the firmware with no menu,
+# and GRUB's EFI image as a distribution builds it, from Debian's
+# grub-efi-amd64-bin with Debian's module list, reading the same grub.cfg.
+BENCH_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=tty0 console=ttyS0,115200 quiet
+$(T)/floor.efi: $(T)/vmlinuz-test $(T)/target-initrd.img dracut/mkuki $(SIGN_KEY) $(SIGN_CERT)
+	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/target-initrd.img \
+		"$(BENCH_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+GRUB_EFI_DIR ?= /usr/lib/grub/x86_64-efi
+$(T)/grubx64.efi: test/bench/grub-modules test/bench/grub-bootstrap.cfg
+	@mkdir -p $(@D)
+	grub-mkstandalone -O x86_64-efi -d $(GRUB_EFI_DIR) \
+		--modules="$$(cat test/bench/grub-modules)" \
+		--install-modules="$$(cat test/bench/grub-modules)" \
+		--locales= --fonts= --themes= -o $@ \
+		"boot/grub/grub.cfg=test/bench/grub-bootstrap.cfg"
+
 # nmbl with the VM tests' self-check: libnmbl and kexec-tools asked the same.
 SELFTEST_MODULE = test/dracut/90nmbl-selftest
 $(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*)
@@ -305,7 +323,7 @@ $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
 	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi \
-	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi
+	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi $(T)/floor.efi $(T)/grubx64.efi
 
 # --- the two commands -------------------------------------------------------
 

@@ -5,7 +5,10 @@
  * Exit codes: 0 success, 1 the operation failed, 2 usage error.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +231,65 @@ static char *fgets_file(const char *path, char *buf, int size)
 	return line;
 }
 
+/*
+ * Where this boot's time went so far: the kernel's own start (until it ran
+ * the initramfs's init, by its log's timestamp) and the initramfs's (until
+ * now).  -1 when the kernel log does not say.
+ */
+struct startup {
+	long long kernel_usec, now_usec;
+};
+
+static void startup_times(struct startup *st)
+{
+	char rec[2048];
+	struct timespec now;
+	int fd;
+
+	st->kernel_usec = -1;
+	clock_gettime(CLOCK_BOOTTIME, &now);
+	st->now_usec = (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* One record per read: "prio,seq,usec,flags;text". */
+	for (;;) {
+		ssize_t n = read(fd, rec, sizeof(rec) - 1);
+		long long usec;
+		char *text;
+
+		if (n < 0 && errno == EPIPE)
+			continue; /* records lost to a full buffer: read on */
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		text = strchr(rec, ';');
+		if (text && strncmp(text + 1, "Run ", 4) == 0 && strstr(text, " as init process") &&
+		    sscanf(rec, "%*d,%*u,%lld", &usec) == 1) {
+			st->kernel_usec = usec;
+			break;
+		}
+	}
+	close(fd);
+}
+
+/* Memory in use (MemTotal - MemAvailable), KiB; -1 unknown. */
+static long long memory_used_kib(void)
+{
+	long long total = -1, avail = -1;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "MemTotal: %lld kB", &total);
+		sscanf(line, "MemAvailable: %lld kB", &avail);
+	}
+	fclose(f);
+	return total < 0 || avail < 0 ? -1 : total - avail;
+}
+
 static int do_status(struct nmbl_ctx *ctx, bool json)
 {
 	struct nmbl_load_option *opt;
@@ -236,6 +298,8 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	const char *ld;
 	struct utsname u;
 	char boot_id[40];
+	struct startup st;
+	long long mem;
 	int sb, setup, loaded;
 
 	sb = nmbl_get_secure_boot(ctx);
@@ -247,6 +311,8 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	/* Which kernel boot this is: a direct boot keeps it, a kexec not. */
 	if (!fgets_file("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id)))
 		boot_id[0] = '\0';
+	startup_times(&st);
+	mem = memory_used_kib();
 	opt = boot_current(ctx, &number);
 	if (json) {
 		printf("{\"secure_boot\":%s,\"setup_mode\":%s,\"lockdown\":",
@@ -259,6 +325,16 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 		json_string(u.release);
 		fputs(",\"boot_id\":", stdout);
 		json_string(boot_id);
+		printf(",\"uptime_usec\":%lld,\"kernel_usec\":", st.now_usec);
+		if (st.kernel_usec >= 0)
+			printf("%lld", st.kernel_usec);
+		else
+			fputs("null", stdout);
+		fputs(",\"memory_used_kib\":", stdout);
+		if (mem >= 0)
+			printf("%lld", mem);
+		else
+			fputs("null", stdout);
 		fputs(",\"boot_current\":", stdout);
 		if (opt) {
 			printf("{\"number\":%u,\"description\":", number);
@@ -279,6 +355,13 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	printf("kexec-loaded: %s\n", tristate(loaded, "yes", "no", false));
 	printf("kernel: %s\n", u.release);
 	printf("boot-id: %s\n", boot_id);
+	if (st.kernel_usec >= 0)
+		printf("startup: kernel %.3f s, userspace %.3f s so far\n", st.kernel_usec / 1e6,
+		       (st.now_usec - st.kernel_usec) / 1e6);
+	else
+		printf("startup: %.3f s\n", st.now_usec / 1e6);
+	if (mem >= 0)
+		printf("memory-used: %lld KiB\n", mem);
 	if (opt)
 		printf("boot-current: Boot%04X \"%s\" %s\n", number,
 		       nmbl_load_option_get_description(opt),

@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""nmbl's boot times, measured in VMs (QEMU under TCG with OVMF).
+"""nmbl against GRUB, measured in VMs (QEMU under TCG with OVMF).
 
-    test/bench/bench.py [--build DIR] [--runs N] [--variant NAME]...
+    test/bench/bench.py [--build DIR] [--runs N] [--variant NAME]... [--out FILE]
 
-Each variant boots the same disk layout (the same grub.cfg, timeout 0, the
-same /boot and root) from power-on to the target's marker line, N times,
-the variants taking turns run by run so that a slow spell of the machine
-falls on all of them.  Every run is checked: a direct boot must keep nmbl's
-kernel (the same boot id), a kexec must not.  Prints a table of medians
-(min-max) and writes BUILD/bench/results.json.
+Every variant boots the same disk layout: the same grub.cfg (timeout 0, one
+entry), the same /boot and root; only the program on the ESP differs.  Each
+boots N times from power-on to the target's marker line, the variants
+taking turns run by run so that a slow spell of the machine falls on all of
+them.  Every run is checked: the target kernel really ran with the entry's
+command line, a direct boot kept nmbl's kernel (the same boot id), a kexec
+did not.  Secure Boot is off for every variant, so that the comparison is
+fair, except in nmbl-direct-sb.
 
-Variants:
-  nmbl-direct  firmware -> nmbl UKI -> menu -> switch root
-  nmbl-kexec   firmware -> nmbl UKI (nmbl.boot=kexec) -> menu -> kexec -> target
+  floor           firmware -> the target's own UKI, no menu (the limit)
+  grub            firmware -> GRUB from Debian's grub-efi-amd64-bin
+                  (grub-mkstandalone, Debian's module list) -> kernel + initrd
+  nmbl-kexec      firmware -> nmbl UKI (nmbl.boot=kexec) -> menu -> kexec
+  nmbl-direct     firmware -> nmbl UKI -> menu -> switch root
+  nmbl-direct-sb  the same under Secure Boot
+
+Prints a table of medians (min-max), ratios to GRUB, sizes, and nmbl's
+breakdown, and writes it all as JSON (default BUILD/bench/results.json).
+Times depend on the machine: compare ratios from one run of this program.
 """
 
 import argparse
@@ -21,6 +30,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,15 +39,22 @@ sys.path.insert(0, os.path.join(HERE, "..", "boot"))
 import fixture  # noqa: E402
 from fixture import BOOT_TIMEOUT, BOOT_UUID, ROOT_UUID, TARGET_UP, VM, build_path  # noqa: E402
 
-# Up to the end of the line: the console may have delivered half of it yet.
+# Up to the end of each line: the console may have delivered half of it yet.
 NMBL_BOOT_ID = r"nmbl: boot-id: (\S+)\r?\n"
+NMBL_STARTUP = r"nmbl: startup: kernel ([\d.]+) s, userspace ([\d.]+) s so far\r?\n"
+NMBL_MEMORY = r"nmbl: memory-used: (\d+) KiB\r?\n"
+TARGET_UPTIME = r"NMBL-TARGET-UPTIME ([\d.]+)\r?\n"
 TARGET_KERNEL = r"NMBL-TARGET-KERNEL boot-id=(\S+) "
-# The same kernel parameters as nmbl's own (Makefile NMBL_CMDLINE).
+# nmbl's own kernel parameters (Makefile NMBL_CMDLINE): the entry may
+# switch root; the floor UKI has the same line (Makefile BENCH_CMDLINE).
 OPTIONS = f"root=UUID={ROOT_UUID} ro console=tty0 console=ttyS0,115200 quiet"
 
 VARIANTS = {
-    "nmbl-direct": dict(uki="nmbl.efi", secure_boot=True, direct=True),
-    "nmbl-kexec": dict(uki="test/nmbl-kexec.efi", secure_boot=True, direct=False),
+    "floor": dict(efi="test/floor.efi", secure_boot=False, nmbl=None),
+    "grub": dict(efi="test/grubx64.efi", secure_boot=False, nmbl=None),
+    "nmbl-kexec": dict(efi="test/nmbl-kexec.efi", secure_boot=False, nmbl="kexec"),
+    "nmbl-direct": dict(efi="nmbl.efi", secure_boot=False, nmbl="direct"),
+    "nmbl-direct-sb": dict(efi="nmbl.efi", secure_boot=True, nmbl="direct"),
 }
 
 
@@ -52,33 +69,104 @@ menuentry 'Debian GNU/Linux' {{
 """
 
 
-def disk(name, uki):
+def disk(name, efi):
     files = {"vmlinuz": build_path("test", "vmlinuz-test"),
              "initrd.img": build_path("test", "target-initrd.img")}
-    return fixture.make_disk(f"bench-{name}", grub_cfg(), files, uki=uki)
+    return fixture.make_disk(f"bench-{name}", grub_cfg(), files, uki=efi)
 
 
 def run_once(name, variant, image, index):
-    """Seconds from power-on to nmbl's status (the menu is next) and to the
-    target's marker."""
+    """One boot's times (seconds) and what nmbl reported of itself."""
     log = build_path("bench", f"{name}-{index}.log")
+    r = {}
     with VM(image, snapshot=True, secure_boot=variant["secure_boot"], log_file=log) as vm:
-        nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
-        menu = vm.elapsed()
-        vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
-        target = vm.elapsed()
+        if variant["nmbl"]:
+            nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
+            startup = vm.wait_for(NMBL_STARTUP, timeout=60)
+            r["menu_wall"] = vm.elapsed()
+            r["kernel"] = float(startup.group(1))
+            r["userspace"] = float(startup.group(2))
+            r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
+        up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        r["target"] = vm.elapsed()
+        r["target_uptime"] = float(vm.wait_for(TARGET_UPTIME, timeout=60).group(1))
         kernel = vm.wait_for(TARGET_KERNEL, timeout=60)
         vm.wait_exit(timeout=60)
-    same = kernel.group(1) == nmbl_id
-    if same != variant["direct"]:
-        raise SystemExit(f"bench: {name} run {index} booted {'directly' if same else 'by kexec'}"
-                         f" (see {log})")
-    return {"menu": menu, "target": target}
+    if not up.group(2).endswith(OPTIONS):
+        raise SystemExit(f"bench: {name} run {index}: the target's command line is "
+                         f"{up.group(2)!r} (see {log})")
+    if variant["nmbl"]:
+        direct = kernel.group(1) == nmbl_id
+        if direct != (variant["nmbl"] == "direct"):
+            raise SystemExit(f"bench: {name} run {index} booted "
+                             f"{'directly' if direct else 'by kexec'} (see {log})")
+        # From power-on: the firmware until nmbl's kernel starts, its kernel
+        # until init, init until the menu, the menu until the hand-over, the
+        # kernel that was handed over (none after a switch of root).
+        start = r["menu_wall"] - r["kernel"] - r["userspace"]
+        handover = r["target"] - r["target_uptime"] if not direct else r["target"]
+        r["breakdown"] = {
+            "firmware to stub": start,
+            "kernel to init": r["kernel"],
+            "init to menu": r["userspace"],
+            "menu to hand-over": handover - r["menu_wall"],
+            "hand-over to target": r["target"] - handover,
+        }
+        r["menu"] = r["kernel"] + r["userspace"]
+    return r
 
 
 def summary(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "runs": values}
+    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2),
+            "max": round(max(values), 2), "runs": [round(v, 2) for v in values]}
+
+
+def unpacked_size(path):
+    """Bytes of a dracut initramfs once decompressed (zstd, or none)."""
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic != b"\x28\xb5\x2f\xfd":
+        return os.path.getsize(path)
+    p = subprocess.run(["zstd", "-dc", path], capture_output=True, check=True)
+    return len(p.stdout)
+
+
+def sizes(names):
+    out = {}
+    for n in names:
+        v = VARIANTS[n]
+        efi = build_path(v["efi"])
+        initrd = build_path("nmbl-initrd.img") if v["nmbl"] else build_path("test",
+                                                                          "target-initrd.img")
+        out[n] = {"efi_bytes": os.path.getsize(efi),
+                  "initramfs_bytes": os.path.getsize(initrd),
+                  "initramfs_unpacked_bytes": unpacked_size(initrd)}
+    return out
+
+
+def mib(n):
+    return f"{n / 2**20:.1f}"
+
+
+def report(names, results, size):
+    base = results["grub"]["target"]["median"] if "grub" in results else None
+    print(f"\n{'variant':<15} {'to target, s':>22} {'vs grub':>8} {'menu, s':>8} "
+          f"{'EFI MiB':>8} {'initramfs MiB':>15} {'used MiB':>9}")
+    for n in names:
+        r, s = results[n], size[n]
+        t = r["target"]
+        ratio = f"{t['median'] / base:.2f}" if base else "-"
+        menu = f"{r['menu']['median']:.1f}" if "menu" in r else "-"
+        mem = f"{r['memory_kib']['median'] / 1024:.0f}" if "memory_kib" in r else "-"
+        print(f"{n:<15} {t['median']:>7.1f} ({t['min']:.1f}-{t['max']:.1f}) {ratio:>8} "
+              f"{menu:>8} {mib(s['efi_bytes']):>8} "
+              f"{mib(s['initramfs_bytes']) + '/' + mib(s['initramfs_unpacked_bytes']):>15} "
+              f"{mem:>9}")
+    for n in names:
+        if "breakdown" not in results[n]:
+            continue
+        parts = ", ".join(f"{k} {v['median']:.1f}" for k, v in results[n]["breakdown"].items())
+        print(f"{n}: {parts} (s, medians)")
 
 
 def main():
@@ -86,31 +174,37 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.environ.get("NMBL_BUILD", "build"))
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--variant", action="append", choices=sorted(VARIANTS))
+    ap.add_argument("--variant", action="append", choices=list(VARIANTS))
+    ap.add_argument("--out", help="JSON results (default BUILD/bench/results.json)")
     args = ap.parse_args()
     fixture.BUILD = args.build
     names = args.variant or list(VARIANTS)
     os.makedirs(build_path("bench"), exist_ok=True)
-    images = {n: disk(n, VARIANTS[n]["uki"]) for n in names}
-    times = {n: {"menu": [], "target": []} for n in names}
+    images = {}
+    for n in names:
+        efi = VARIANTS[n]["efi"]
+        images[n] = images.get(efi) or disk(n, efi)
+        images[efi] = images[n]
+    runs = {n: [] for n in names}
     for index in range(args.runs):
         for n in names:
-            t = run_once(n, VARIANTS[n], images[n], index)
-            for k, v in t.items():
-                times[n][k].append(round(v, 2))
-            print(f"bench: run {index + 1}/{args.runs} {n}: menu {t['menu']:.1f} s, "
-                  f"target {t['target']:.1f} s", flush=True)
-    results = {n: {k: summary(v) for k, v in times[n].items()} for n in names}
-    base = results.get("nmbl-kexec", {}).get("target", {}).get("median")
-    print(f"\n{'variant':<14} {'to target, s (min-max)':>26} {'to menu, s':>12} {'vs kexec':>9}")
+            r = run_once(n, VARIANTS[n], images[n], index)
+            runs[n].append(r)
+            print(f"bench: run {index + 1}/{args.runs} {n}: target {r['target']:.1f} s",
+                  flush=True)
+    results = {}
     for n in names:
-        r = results[n]
-        ratio = f"{r['target']['median'] / base:.2f}" if base else "-"
-        print(f"{n:<14} {r['target']['median']:>10.1f} ({r['target']['min']:.1f}-"
-              f"{r['target']['max']:.1f}) {r['menu']['median']:>12.1f} {ratio:>9}")
-    out = build_path("bench", "results.json")
+        rs = runs[n]
+        results[n] = {k: summary([r[k] for r in rs])
+                      for k in ("target", "menu", "memory_kib", "target_uptime") if k in rs[0]}
+        if "breakdown" in rs[0]:
+            results[n]["breakdown"] = {k: summary([r["breakdown"][k] for r in rs])
+                                       for k in rs[0]["breakdown"]}
+    size = sizes(names)
+    report(names, results, size)
+    out = args.out or build_path("bench", "results.json")
     with open(out, "w") as f:
-        json.dump({"runs": args.runs, "variants": results}, f, indent=1)
+        json.dump({"runs": args.runs, "variants": results, "sizes": size}, f, indent=1)
     print(f"\n{out}")
 
 

@@ -59,7 +59,7 @@ def test_status_json_parses():
     assert p.returncode == 0, p
     info = json.loads(p.stdout)
     assert set(info) == {"secure_boot", "setup_mode", "lockdown", "kexec_loaded", "kernel",
-                         "boot_id", "boot_current"}
+                         "boot_id", "uptime_usec", "kernel_usec", "memory_used_kib", "boot_current"}
     assert info["kernel"] == os.uname().release
     with open("/proc/sys/kernel/random/boot_id") as f:
         assert info["boot_id"] == f.read().strip()

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The benchmark runs: one run of each variant, every run checked by the
+benchmark itself (the target booted with the entry's command line, a
+direct boot kept nmbl's kernel, a kexec did not).  Its speed is not a test:
+`make bench` measures it."""
+
+import json
+import os
+import subprocess
+import sys
+
+from fixture import BUILD, build_path
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "bench", "bench.py")
+
+
+def test_bench_runs_each_variant_once():
+    out = build_path("test", "bench-once.json")
+    p = subprocess.run([sys.executable, BENCH, "--build", BUILD, "--runs", "1", "--out", out],
+                       capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, f"bench failed:\n{p.stdout}\n{p.stderr}"
+    with open(out) as f:
+        results = json.load(f)
+    assert set(results["variants"]) == {"floor", "grub", "nmbl-kexec", "nmbl-direct",
+                                        "nmbl-direct-sb"}, results["variants"].keys()
+    for name, r in results["variants"].items():
+        assert len(r["target"]["runs"]) == 1 and r["target"]["median"] > 0, (name, r)
+        assert results["sizes"][name]["efi_bytes"] > 0, name
+    for name in ("nmbl-kexec", "nmbl-direct", "nmbl-direct-sb"):
+        parts = results["variants"][name]["breakdown"]
+        assert set(parts) == {"firmware to stub", "kernel to init", "init to menu",
+                              "menu to hand-over", "hand-over to target"}, parts
+        assert results["variants"][name]["memory_kib"]["median"] > 0, name
+    assert "vs grub" in p.stdout and "nmbl-direct:" in p.stdout, p.stdout
