@@ -220,20 +220,6 @@ static int resolve_root(const struct nmbl_ctx *ctx, const char *spec,
 	return -ENXIO;
 }
 
-static int read_start(const char *path, unsigned char *buf, size_t size, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = nmbl_read_full(fd, buf, size);
-	if (n < 0)
-		return (int)n;
-	*ret_len = (size_t)n;
-	return 0;
-}
-
 /* What a device holds that some initrd must set up before a file system
  * appears: LUKS, an LVM physical volume, an md member (superblock 1.1 or
  * 1.2), or NULL. */
@@ -271,7 +257,7 @@ static const char *find_stacked(const struct nmbl_ctx *ctx)
 		if (!nmbl_valid_block_name(de->d_name) ||
 		    asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0)
 			continue;
-		if (read_start(dev, buf, NMBL_SIGNATURE_SIZE, &len) == 0)
+		if (nmbl_read_start(dev, buf, NMBL_SIGNATURE_SIZE, &len) == 0)
 			what = nmbl_probe_stacked(buf, len);
 	}
 	closedir(d);
@@ -287,24 +273,20 @@ static bool sys_block_has(const struct nmbl_ctx *ctx, const char *name, const ch
 	       stat(p, &st) == 0;
 }
 
-static int probe_fstype(const char *dev, char **ret)
+static int probe_fstype(const struct nmbl_ctx *ctx, const char *dev, char **ret)
 {
-	_cleanup_free_ unsigned char *buf = malloc(NMBL_PROBE_SIZE);
 	const char *type;
-	size_t len;
+	uint64_t n_devices;
 	int r;
 
-	if (!buf)
-		return -ENOMEM;
-	r = read_start(dev, buf, NMBL_PROBE_SIZE, &len);
+	r = nmbl_probe_device(ctx, dev, &type, &n_devices);
 	if (r < 0)
 		return r;
-	type = nmbl_probe_fstype(buf, len);
 	if (!type)
 		return -ENODEV;
 	/* A btrfs of several devices needs them all scanned first, which its
 	 * own initrd does (udev's btrfs ready rule); nmbl's does not wait. */
-	if (strcmp(type, "btrfs") == 0 && len >= 0x10090 && nmbl_le64(buf + 0x10088) > 1)
+	if (n_devices > 1)
 		return -EXDEV;
 	*ret = strdup(type);
 	return *ret ? 0 : -ENOMEM;
@@ -321,7 +303,7 @@ static int hibernated(const struct nmbl_ctx *ctx, const char *resume)
 	size_t len;
 
 	if (resolve_root(ctx, resume, &path, name) < 0 ||
-	    read_start(path, buf, sizeof(buf), &len) < 0 || len < sizeof(buf))
+	    nmbl_read_start(path, buf, sizeof(buf), &len) < 0 || len < sizeof(buf))
 		return 0;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		if (memcmp(buf + NMBL_SWAP_PAGE - 10, sigs[i], strlen(sigs[i])) == 0)
@@ -386,7 +368,7 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 	if (sys_block_has(ctx, name, "dm") || sys_block_has(ctx, name, "md"))
 		return asprintf(ret_reason, "root=%s is a device-mapper or RAID device its own initrd sets up",
 				spec) < 0 ? -ENOMEM : 0;
-	r = probe_fstype(path, &fstype);
+	r = probe_fstype(ctx, path, &fstype);
 	if (r == -EXDEV)
 		return asprintf(ret_reason, "root=%s is a btrfs of several devices, which its own initrd assembles",
 				spec) < 0 ? -ENOMEM : 0;
@@ -695,7 +677,7 @@ static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
 	if (!fstype || strcmp(fstype, "auto") == 0) {
 		free(fstype);
 		fstype = NULL;
-		r = probe_fstype(dev, &fstype);
+		r = probe_fstype(ctx, dev, &fstype);
 		if (r < 0)
 			return r;
 	}

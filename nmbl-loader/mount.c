@@ -112,23 +112,37 @@ const char *nmbl_probe_fstype(const void *buf, size_t len)
 	return NULL;
 }
 
-static int probe_device(const struct nmbl_ctx *ctx, const char *dev,
-			const char **ret_fstype)
+int nmbl_read_start(const char *path, void *buf, size_t size, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = nmbl_read_full(fd, buf, size);
+	if (n < 0)
+		return (int)n;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,
+		      const char **ret_fstype, uint64_t *ret_n_devices)
 {
 	_cleanup_free_ unsigned char *buf = NULL;
-	_cleanup_close_ int fd = -1;
-	ssize_t len;
+	size_t len;
+	int r;
 
 	buf = malloc(NMBL_PROBE_SIZE);
 	if (!buf)
 		return -ENOMEM;
-	fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	len = nmbl_read_full(fd, buf, NMBL_PROBE_SIZE);
-	if (len < 0)
-		return (int)len;
-	*ret_fstype = nmbl_probe_fstype(buf, (size_t)len);
+	r = nmbl_read_start(dev, buf, NMBL_PROBE_SIZE, &len);
+	if (r < 0)
+		return r;
+	*ret_fstype = nmbl_probe_fstype(buf, len);
+	/* btrfs counts its devices in the superblock; the others have one. */
+	*ret_n_devices = *ret_fstype && strcmp(*ret_fstype, "btrfs") == 0 && len >= 0x10090 ?
+		nmbl_le64(buf + 0x10088) : 1;
 	nmbl_dbg(ctx, "%s: %s", dev, *ret_fstype ? *ret_fstype : "unknown file system");
 	return 0;
 }
@@ -157,9 +171,10 @@ static int mount_any(const struct nmbl_ctx *ctx, const char *dev,
 {
 	char list[NMBL_SMALL_FILE_MAX], *line, *save = NULL;
 	const char *fstype = NULL;
+	uint64_t n_devices;
 	int r, last = -ENODEV;
 
-	r = probe_device(ctx, dev, &fstype);
+	r = nmbl_probe_device(ctx, dev, &fstype, &n_devices);
 	if (r < 0)
 		return r;
 	if (fstype)

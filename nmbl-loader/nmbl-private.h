@@ -102,6 +102,10 @@ int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t s
  * should hold NMBL_PROBE_SIZE bytes (btrfs keeps its superblock at 64 KiB). */
 #define NMBL_PROBE_SIZE (64 * 1024 + 4096)
 const char *nmbl_probe_fstype(const void *buf, size_t len);
+/* The same for the device DEV (NULL *RET_FSTYPE when unknown), and how
+ * many devices its file system spans. */
+int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,
+		      const char **ret_fstype, uint64_t *ret_n_devices);
 /* What an initrd must set up on a device whose start BUF holds: "LUKS",
  * "LVM", "RAID (md)", or NULL. */
 const char *nmbl_probe_stacked(const void *buf, size_t len);
@@ -179,6 +183,9 @@ int nmbl_image_section_data(const struct nmbl_image *img, const char *name,
 
 /* "<root><path>", malloc'ed; NULL when out of memory. */
 char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);
+
+/* The first SIZE bytes (fewer at its end) of the file or device PATH. */
+int nmbl_read_start(const char *path, void *buf, size_t size, size_t *ret_len);
 
 /* read(2) until SIZE bytes or end of file; the count read, or -errno. */
 ssize_t nmbl_read_full(int fd, void *buf, size_t size);

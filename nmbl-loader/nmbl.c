@@ -127,18 +127,29 @@ static bool want_help(int argc, char **argv)
 			    strcmp(argv[1], "-h") == 0);
 }
 
+/* The first line of a small file, without its newline ("" when the file
+ * is empty); NULL when it cannot be opened. */
+static char *fgets_file(const char *path, char *buf, int size)
+{
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return NULL;
+	if (!fgets(buf, size, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
 /* The running kernel's command line, less the image it was booted from. */
 static char *running_cmdline(void)
 {
 	char buf[8192], *out, *p, *save = NULL;
 	size_t len = 0;
-	FILE *f = fopen("/proc/cmdline", "re");
 
-	if (!f)
+	if (!fgets_file("/proc/cmdline", buf, sizeof(buf)))
 		return NULL;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
 	out = calloc(1, strlen(buf) + 1);
 	if (!out)
 		return NULL;
@@ -214,21 +225,6 @@ static struct nmbl_load_option *boot_current(struct nmbl_ctx *ctx, unsigned *ret
 	    nmbl_read_boot_option(ctx, *ret_number, &opt) < 0)
 		return NULL;
 	return opt;
-}
-
-/* The first line of a small file, without its newline; NULL if unreadable. */
-static char *fgets_file(const char *path, char *buf, int size)
-{
-	FILE *f = fopen(path, "re");
-	char *line;
-
-	if (!f)
-		return NULL;
-	line = fgets(buf, size, f);
-	fclose(f);
-	if (line)
-		line[strcspn(line, "\n")] = '\0';
-	return line;
 }
 
 /*

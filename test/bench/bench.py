@@ -37,14 +37,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "boot"))
 
 import fixture  # noqa: E402
-from fixture import BOOT_TIMEOUT, BOOT_UUID, ROOT_UUID, TARGET_UP, VM, build_path  # noqa: E402
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,  # noqa: E402
+                     TARGET_UP, VM, build_path)
 
 # Up to the end of each line: the console may have delivered half of it yet.
-NMBL_BOOT_ID = r"nmbl: boot-id: (\S+)\r?\n"
 NMBL_STARTUP = r"nmbl: startup: kernel ([\d.]+) s, userspace ([\d.]+) s so far\r?\n"
 NMBL_MEMORY = r"nmbl: memory-used: (\d+) KiB\r?\n"
 TARGET_UPTIME = r"NMBL-TARGET-UPTIME ([\d.]+)\r?\n"
-TARGET_KERNEL = r"NMBL-TARGET-KERNEL boot-id=(\S+) "
 # nmbl's own kernel parameters (Makefile NMBL_CMDLINE): the entry may
 # switch root; the floor UKI has the same line (Makefile BENCH_CMDLINE).
 OPTIONS = f"root=UUID={ROOT_UUID} ro console=tty0 console=ttyS0,115200 quiet"
@@ -180,11 +179,13 @@ def main():
     fixture.BUILD = args.build
     names = args.variant or list(VARIANTS)
     os.makedirs(build_path("bench"), exist_ok=True)
-    images = {}
+    # Variants with the same program on the ESP share one image.
+    by_efi = {}
     for n in names:
         efi = VARIANTS[n]["efi"]
-        images[n] = images.get(efi) or disk(n, efi)
-        images[efi] = images[n]
+        if efi not in by_efi:
+            by_efi[efi] = disk(n, efi)
+    images = {n: by_efi[VARIANTS[n]["efi"]] for n in names}
     runs = {n: [] for n in names}
     for index in range(args.runs):
         for n in names:

@@ -26,6 +26,11 @@ MENU_READY = r"executed automatically in"
 # The target's init: "NMBL-TARGET-UP release=<uname -r> cmdline=<cmdline>".
 # Up to the end of the line: the console may have delivered half of it yet.
 TARGET_UP = r"NMBL-TARGET-UP release=(\S+) cmdline=([^\r\n]*)\r?\n"
+# Which kernel boot the target is: a kexec starts a new one (a new boot id,
+# a new kernel log without nmbl's lines), a direct boot does not.
+TARGET_KERNEL = r"NMBL-TARGET-KERNEL boot-id=(\S+) linux-starts=(\d+) nmbl-lines=(\d+)\r?\n"
+# nmbl's status before the menu, with the boot id of nmbl's kernel.
+NMBL_BOOT_ID = r"nmbl: boot-id: (\S+)\r?\n"
 
 
 BOOT_TIMEOUT = 240  # seconds, firmware to target under TCG with room for a busy machine

@@ -11,8 +11,8 @@ import functools
 import os
 import re
 
-from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_UP, VM, build_path,
-                     kver, make_disk, words)
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,
+                     TARGET_UP, VM, build_path, kver, make_disk, words)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
 
 # nmbl's own kernel parameters (the UKI's command line, Makefile
@@ -21,9 +21,6 @@ CONSOLES = "console=tty0 console=ttyS0,115200"
 ROOT_LABEL = "nmbl-test-root"
 ROOT_PARTUUID = "7a46e7a1-3333-4444-8555-2007f5007f50"
 NO_SUCH_UUID = "0badc0de-0000-4000-8000-000000000000"
-TARGET_KERNEL = r"NMBL-TARGET-KERNEL boot-id=(\S+) linux-starts=(\d+) nmbl-lines=(\d+)\r?\n"
-# Up to the end of the line: the console may have delivered half of it yet.
-NMBL_BOOT_ID = r"nmbl: boot-id: (\S+)\r?\n"
 
 # BLS entries, newest first as blscfg sorts them: (file version, title,
 # kernel, initrd, options).
@@ -83,7 +80,7 @@ def choose(index):
     return KEY_HOME + KEY_DOWN * index + KEY_ENTER
 
 
-def boot(name, keys=None, image=None, uki=None):
+def boot(name, keys=None, image=None):
     """Boot, choose with KEYS, and return the console log, the target's
     report line and nmbl's boot id."""
     with VM(image or disk(), snapshot=True, log_file=build_path("test", f"{name}.log")) as vm:
