@@ -5,6 +5,7 @@ import functools
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 BUILD = os.environ.get("NMBL_BUILD", "build")
@@ -62,6 +63,19 @@ def words(text):
 
 def build_path(*parts):
     return os.path.join(BUILD, *parts)
+
+
+# How an initramfs may be compressed, by its first bytes: the tool that
+# undoes it (the kernel takes lz4's legacy frame format).
+DECOMPRESSORS = {b"\x28\xb5\x2f\xfd": ["zstd", "-dc"], b"\x02\x21\x4c\x18": ["lz4", "-dc"]}
+
+
+def initramfs_cpio(data):
+    """The cpio archive of an initramfs image's bytes (zstd, lz4 or none)."""
+    tool = DECOMPRESSORS.get(data[:4])
+    if tool is None:
+        return data
+    return subprocess.run(tool, input=data, capture_output=True, check=True).stdout
 
 
 @functools.cache

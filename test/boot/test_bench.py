@@ -22,8 +22,8 @@ def test_bench_runs_each_variant_once():
     assert p.returncode == 0, f"bench failed:\n{p.stdout}\n{p.stderr}"
     with open(out) as f:
         results = json.load(f)
-    assert set(results["variants"]) == {"floor", "grub", "nmbl-kexec", "nmbl-direct",
-                                        "nmbl-direct-sb"}, results["variants"].keys()
+    assert set(results["variants"]) == {"floor", "kexec-floor", "grub", "nmbl-kexec",
+                                        "nmbl-direct", "nmbl-direct-sb"}, results["variants"].keys()
     for name, r in results["variants"].items():
         assert len(r["target"]["runs"]) == 1 and r["target"]["median"] > 0, (name, r)
         assert results["sizes"][name]["efi_bytes"] > 0, name

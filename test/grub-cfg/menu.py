@@ -29,7 +29,7 @@ import time
 
 BUILD = os.environ.get("NMBL_BUILD", "build")
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-BOOTSTRAP = os.path.abspath(os.path.join(TOP, "dracut", "modules.d", "90nmbl", "grub.cfg"))
+BOOTSTRAP = os.path.abspath(os.path.join(TOP, "dracut", "modules.d", "97nmbl", "grub.cfg"))
 sys.path.insert(0, os.path.join(TOP, "test", "vm"))
 import mkdisk  # noqa: E402
 

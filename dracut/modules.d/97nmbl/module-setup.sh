@@ -41,4 +41,20 @@ install() {
     inst_multiple udevadm
     inst_hook cmdline 90 "$moddir/nmbl-cmdline.sh"
     inst_hook pre-mount 50 "$moddir/nmbl-pre-mount.sh"
+    drop_unused_rules
+}
+
+# dracut's udev-rules module, installed before this one (hence 97), brings
+# rules for user seats and network links.  The menu has neither logged-in
+# users nor a network.  71-seat.rules alone pulls in loginctl, and with it
+# systemd's shared library and its crypto, PAM, seccomp, audit and iptables
+# libraries: a quarter of the initramfs's libraries by size, for nothing.
+# dracut resolves libraries once every module is installed, so what is
+# removed here never brings them.
+drop_unused_rules() {
+    local rules=${udevrulesdir:-/usr/lib/udev/rules.d} rule
+    for rule in 70-uaccess 71-seat 73-seat-late 75-net-description 80-net-setup-link; do
+        rm -f -- "${initdir:?}$rules/$rule.rules"
+    done
+    rm -f -- "${initdir:?}/usr/bin/loginctl" "${initdir:?}/bin/loginctl"
 }

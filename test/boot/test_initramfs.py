@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The initramfs inside nmbl's UKI, as shipped: it holds what the menu needs
+to find the disks and read the ESP and /boot, and nothing that no program in
+it uses (see the "nmbl" dracut module)."""
+
+import os
+import re
+import subprocess
+import tempfile
+
+from fixture import build_path, initramfs_cpio, kver
+
+# The menu, the libnmbl command, the console splitter, udev for coldplug,
+# and the hooks that start the menu from dracut's init.
+PROGRAMS = ["usr/libexec/nmbl/grub-emu", "usr/bin/nmbl", "usr/libexec/nmbl/nmbl-console",
+            "usr/libexec/nmbl/nmbl-menu", "usr/bin/udevadm", "usr/sbin/switch_root",
+            "usr/lib/dracut/hooks/cmdline/90-nmbl-cmdline.sh",
+            "usr/lib/dracut/hooks/pre-mount/50-nmbl-pre-mount.sh"]
+# Disk controllers a firmware boots from, and the file systems of ESPs, /boot
+# and the roots a direct boot mounts.
+MODULES = ["virtio_blk", "virtio_scsi", "ahci", "nvme", "sd_mod", "usb-storage", "uas",
+           "mmc_block", "vfat", "ext4", "xfs", "btrfs", "efivarfs"]
+# Modules by modalias, and /dev/disk/by-* for root=UUID= and the like.
+RULES = ["80-drivers.rules", "60-persistent-storage.rules"]
+# Loaded by the C library itself, never named by a program.
+DLOPENED = re.compile(r"^(libnss_.*|libgcc_s)\.so")
+
+
+def unpack(tree):
+    section = os.path.join(tree, "initrd")
+    subprocess.run(["objcopy", "-O", "binary", "--only-section=.initrd",
+                    build_path("nmbl.efi"), section], check=True)
+    root = os.path.join(tree, "root")
+    os.mkdir(root)
+    with open(section, "rb") as f:
+        archive = initramfs_cpio(f.read())
+    subprocess.run(["cpio", "-id", "--quiet"], input=archive, cwd=root, check=True)
+    return root
+
+
+def needed(path):
+    """The DT_NEEDED names of an ELF file, or None if it is not one."""
+    with open(path, "rb") as f:
+        if f.read(4) != b"\x7fELF":
+            return None
+    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", out)
+
+
+def test_initramfs_has_what_the_menu_needs_and_no_dead_weight():
+    with tempfile.TemporaryDirectory(dir=build_path("test")) as tree:
+        root = unpack(tree)
+        for p in PROGRAMS:
+            assert os.path.isfile(os.path.join(root, p)), f"{p} missing from the initramfs"
+        mods = {os.path.splitext(n)[0] for _, _, names in
+                os.walk(os.path.join(root, "usr/lib/modules", kver())) for n in names
+                if n.endswith(".ko")}
+        assert not set(MODULES) - mods, f"modules missing: {sorted(set(MODULES) - mods)}"
+        rules = os.listdir(os.path.join(root, "usr/lib/udev/rules.d"))
+        assert not set(RULES) - set(rules), f"rules missing: {sorted(set(RULES) - set(rules))}"
+        # No seats or network links in a boot menu; 71-seat.rules would
+        # bring loginctl and systemd's shared library with its dependencies.
+        assert not [r for r in rules if re.match(r"(70-uaccess|7[13]-seat|.*-net-)", r)], rules
+        assert not os.path.exists(os.path.join(root, "usr/bin/loginctl"))
+
+        libs, wanted = {}, set()
+        for top, _, names in os.walk(root):
+            for n in names:
+                path = os.path.join(top, n)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                deps = needed(path)
+                if deps is None:
+                    continue
+                wanted.update(deps)
+                if ".so" in n:
+                    libs[n] = path
+        sonames = set()
+        for name, path in libs.items():
+            out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
+            m = re.search(r"\(SONAME\)\s+Library soname: \[([^]]+)\]", out)
+            if m:
+                sonames.add(m.group(1))
+        missing = wanted - sonames
+        assert not missing, f"needed but not in the initramfs: {sorted(missing)}"
+        unused = {s for s in sonames - wanted if not DLOPENED.match(s)}
+        assert not unused, f"libraries nothing in the initramfs uses: {sorted(unused)}"
