@@ -110,7 +110,7 @@ class VM:
     def __init__(self, disk, *, secure_boot=True, memory=1024, snapshot=False,
                  vars_file=None, log_file=None, echo=None, qemu_args=(),
                  qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
-                 pace=0.02, esc_delay=1.2):
+                 pace=0.02, esc_delay=1.2, tb_size=None):
         """disk: raw image, attached as virtio (/dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
         vars_file: EFI variable store to use and keep; made from the template if
@@ -119,6 +119,7 @@ class VM:
         echo: a binary stream the console is mirrored to (e.g. sys.stdout.buffer).
         pace: seconds between keys in send(); esc_delay: gap after a lone Esc,
             longer than curses' ESCDELAY (1 s) so it is not merged with the next key.
+        tb_size: MiB of TCG's translated-code cache (default: QEMU's own).
         """
         code, template = FIRMWARE[bool(secure_boot)]
         self.disk = disk
@@ -132,6 +133,7 @@ class VM:
         self.echo = echo
         self.qemu = qemu
         self.qemu_args = list(qemu_args)
+        self.tb_size = tb_size
         self.pace = pace
         self.esc_delay = esc_delay
         self.stderr = ""  # QEMU's own messages (bad arguments, missing files)
@@ -155,7 +157,8 @@ class VM:
         drive = f"file={self.disk},format=raw,if=virtio"
         if self.snapshot:
             drive += ",snapshot=on"
-        cmd = [self.qemu, "-accel", "tcg", "-cpu", "max", "-m", str(self.memory),
+        accel = "tcg" if self.tb_size is None else f"tcg,tb-size={self.tb_size}"
+        cmd = [self.qemu, "-accel", accel, "-cpu", "max", "-m", str(self.memory),
                "-machine", "q35,smm=on"]
         if self.secure_boot:
             # SMM + secure flash: otherwise the OS could rewrite the variables
