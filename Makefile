@@ -218,15 +218,18 @@ NMBL_DRACUT = NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BU
 	NMBL_CONSOLE=$(abspath $(BUILD)/nmbl-console) dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
 NMBL_DRACUT_DEPS = $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut $(BUILD)/grub-emu \
 	$(BUILD)/nmbl $(BUILD)/nmbl-console $(BUILD)/kernel/kver Makefile
-# A UKI of nmbl's kernel around the initramfs given first.
-NMBL_MKUKI = dracut/mkuki $(UKI_STUB) $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF)
-NMBL_MKUKI_DEPS = dracut/mkuki dracut/os-release dracut/sbat.csv $(SIGN_KEY) $(SIGN_CERT) Makefile
+# $(call MKUKI,KERNEL,INITRD,CMDLINE): the signed UKI $@ around them.
+MKUKI = dracut/mkuki $(UKI_STUB) $(1) $(2) "$(3)" dracut/os-release dracut/sbat.csv $@ \
+	$(SIGN_KEY) $(SIGN_CERT)
+MKUKI_DEPS = dracut/mkuki dracut/os-release dracut/sbat.csv $(SIGN_KEY) $(SIGN_CERT)
+NMBL_KERNEL = $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF)
+NMBL_MKUKI_DEPS = $(MKUKI_DEPS) Makefile
 
 $(BUILD)/nmbl-initrd.img: $(NMBL_DRACUT_DEPS)
 	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "base nmbl" --compress $(NMBL_COMPRESS)
 
 $(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
-	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT))
 
 uki: $(BUILD)/nmbl.efi
 
@@ -261,7 +264,7 @@ $(T)/other-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $
 # nmbl told to kexec always, on its own command line.
 $(T)/nmbl-kexec.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
 	@mkdir -p $(@D)
-	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE) nmbl.boot=kexec" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=kexec)
 
 # Kernels that must be refused, each for its own reason.
 $(T)/vmlinuz-unsigned: $(BUILD)/kernel/kver test/target/unsign-kernel
@@ -282,15 +285,13 @@ $(T)/marker3.img: test/target/mkmarker-initrd
 # or a linux line naming a .efi boots.
 TARGET_UKI_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=ttyS0,115200 nmbl.entry=uki
 TEST_ROOT_UUID = 7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50
-$(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img dracut/mkuki $(SIGN_KEY) $(SIGN_CERT)
-	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/target-initrd.img \
-		"$(TARGET_UKI_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+$(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS)
+	$(call MKUKI,$(T)/vmlinuz-test,$(T)/target-initrd.img,$(TARGET_UKI_CMDLINE))
 
 # A UKI signed for the firmware around a kernel that is not: kexec checks
 # the kernel, so under lockdown nmbl must refuse it.
-$(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img dracut/mkuki $(SIGN_KEY) $(SIGN_CERT)
-	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-unsigned $(T)/marker.img \
-		"$(TARGET_UKI_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+$(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img $(MKUKI_DEPS)
+	$(call MKUKI,$(T)/vmlinuz-unsigned,$(T)/marker.img,$(TARGET_UKI_CMDLINE))
 
 # An EFI program for chainloader to start, signed for the test firmware.
 EFITOOLS_DIR ?= /usr/lib/efitools/x86_64-linux-gnu
@@ -303,9 +304,8 @@ $(T)/HelloWorld.efi: $(SIGN_KEY) $(SIGN_CERT)
 # and GRUB's EFI image as a distribution builds it, from Debian's
 # grub-efi-amd64-bin with Debian's module list, reading the same grub.cfg.
 BENCH_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=tty0 console=ttyS0,115200 quiet
-$(T)/floor.efi: $(T)/vmlinuz-test $(T)/target-initrd.img dracut/mkuki $(SIGN_KEY) $(SIGN_CERT)
-	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/target-initrd.img \
-		"$(BENCH_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+$(T)/floor.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS)
+	$(call MKUKI,$(T)/vmlinuz-test,$(T)/target-initrd.img,$(BENCH_CMDLINE))
 # The kexec floor: the target's kernel again, whose initramfs is one program
 # that kexecs the entry (kernel, initrd, command line inside it) at once.
 $(T)/kexec-floor-init: test/bench/kexec-floor.c
@@ -319,9 +319,8 @@ $(T)/kexec-floor.img: $(T)/kexec-floor-init $(T)/vmlinuz-test $(T)/target-initrd
 	printf '%s\n' "$(BENCH_CMDLINE)" >$@.d/entry/cmdline
 	cd $@.d && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet >$(abspath $@)
 	rm -rf $@.d
-$(T)/kexec-floor.efi: $(T)/vmlinuz-test $(T)/kexec-floor.img dracut/mkuki $(SIGN_KEY) $(SIGN_CERT)
-	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/kexec-floor.img \
-		"$(NMBL_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+$(T)/kexec-floor.efi: $(T)/vmlinuz-test $(T)/kexec-floor.img $(MKUKI_DEPS)
+	$(call MKUKI,$(T)/vmlinuz-test,$(T)/kexec-floor.img,$(NMBL_CMDLINE))
 GRUB_EFI_DIR ?= /usr/lib/grub/x86_64-efi
 $(T)/grubx64.efi: test/bench/grub-modules test/bench/grub-bootstrap.cfg
 	@mkdir -p $(@D)
@@ -338,7 +337,7 @@ $(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)
 	$(NMBL_DRACUT) $@ $(NMBL_MODULE) $(SELFTEST_MODULE) -- \
 		--modules "base nmbl nmbl-selftest" --compress $(NMBL_COMPRESS)
 $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
-	$(NMBL_MKUKI) $< "$(NMBL_CMDLINE)" dracut/os-release dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \

@@ -65,17 +65,16 @@ OPTIONS = f"root=UUID={ROOT_UUID} ro console=tty0 console=ttyS0,115200 quiet"
 
 # efi: the program on the ESP; initrd: the initramfs it starts first.
 TARGET_INITRD = "test/target-initrd.img"
+NMBL_INITRD = "nmbl-initrd.img"
 VARIANTS = {
     "floor": dict(efi="test/floor.efi", initrd=TARGET_INITRD, secure_boot=False, nmbl=None),
     "kexec-floor": dict(efi="test/kexec-floor.efi", initrd="test/kexec-floor.img",
                         secure_boot=False, nmbl=None),
     "grub": dict(efi="test/grubx64.efi", initrd=TARGET_INITRD, secure_boot=False, nmbl=None),
-    "nmbl-kexec": dict(efi="test/nmbl-kexec.efi", initrd="nmbl-initrd.img", secure_boot=False,
+    "nmbl-kexec": dict(efi="test/nmbl-kexec.efi", initrd=NMBL_INITRD, secure_boot=False,
                        nmbl="kexec"),
-    "nmbl-direct": dict(efi="nmbl.efi", initrd="nmbl-initrd.img", secure_boot=False,
-                        nmbl="direct"),
-    "nmbl-direct-sb": dict(efi="nmbl.efi", initrd="nmbl-initrd.img", secure_boot=True,
-                           nmbl="direct"),
+    "nmbl-direct": dict(efi="nmbl.efi", initrd=NMBL_INITRD, secure_boot=False, nmbl="direct"),
+    "nmbl-direct-sb": dict(efi="nmbl.efi", initrd=NMBL_INITRD, secure_boot=True, nmbl="direct"),
 }
 
 
@@ -197,6 +196,7 @@ def main():
     ap.add_argument("--out", help="JSON results (default BUILD/bench/results.json)")
     args = ap.parse_args()
     fixture.BUILD = args.build
+    tb_size = args.tb_size or None
     names = args.variant or list(VARIANTS)
     os.makedirs(build_path("bench"), exist_ok=True)
     # Variants with the same program on the ESP share one image.
@@ -209,7 +209,7 @@ def main():
     runs = {n: [] for n in names}
     for index in range(args.runs):
         for n in names:
-            r = run_once(n, VARIANTS[n], images[n], index, args.tb_size or None)
+            r = run_once(n, VARIANTS[n], images[n], index, tb_size)
             runs[n].append(r)
             print(f"bench: run {index + 1}/{args.runs} {n}: target {r['target']:.1f} s",
                   flush=True)
@@ -223,11 +223,11 @@ def main():
                                        for k in rs[0]["breakdown"]}
     size = sizes(names)
     print(f"\nQEMU under TCG, translated-code cache: "
-          f"{f'{args.tb_size} MiB' if args.tb_size else 'QEMU default'}")
+          f"{f'{tb_size} MiB' if tb_size else 'QEMU default'}")
     report(names, results, size)
     out = args.out or build_path("bench", "results.json")
     with open(out, "w") as f:
-        json.dump({"runs": args.runs, "tb_size_mib": args.tb_size or None,
+        json.dump({"runs": args.runs, "tb_size_mib": tb_size,
                    "variants": results, "sizes": size}, f, indent=1)
     print(f"\n{out}")
 

@@ -38,13 +38,15 @@ def unpack(tree):
     return root
 
 
-def needed(path):
-    """The DT_NEEDED names of an ELF file, or None if it is not one."""
+def dynamic(path):
+    """(DT_NEEDED names, DT_SONAME or None) of an ELF file, or None if it is not one."""
     with open(path, "rb") as f:
         if f.read(4) != b"\x7fELF":
             return None
     out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
-    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", out)
+    soname = re.search(r"\(SONAME\)\s+Library soname: \[([^]]+)\]", out)
+    return (re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", out),
+            soname.group(1) if soname else None)
 
 
 def test_initramfs_has_what_the_menu_needs_and_no_dead_weight():
@@ -63,24 +65,18 @@ def test_initramfs_has_what_the_menu_needs_and_no_dead_weight():
         assert not [r for r in rules if re.match(r"(70-uaccess|7[13]-seat|.*-net-)", r)], rules
         assert not os.path.exists(os.path.join(root, "usr/bin/loginctl"))
 
-        libs, wanted = {}, set()
+        wanted, sonames = set(), set()
         for top, _, names in os.walk(root):
             for n in names:
                 path = os.path.join(top, n)
                 if os.path.islink(path) or not os.path.isfile(path):
                     continue
-                deps = needed(path)
-                if deps is None:
+                elf = dynamic(path)
+                if elf is None:
                     continue
-                wanted.update(deps)
-                if ".so" in n:
-                    libs[n] = path
-        sonames = set()
-        for name, path in libs.items():
-            out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
-            m = re.search(r"\(SONAME\)\s+Library soname: \[([^]]+)\]", out)
-            if m:
-                sonames.add(m.group(1))
+                wanted.update(elf[0])
+                if elf[1]:
+                    sonames.add(elf[1])
         missing = wanted - sonames
         assert not missing, f"needed but not in the initramfs: {sorted(missing)}"
         unused = {s for s in sonames - wanted if not DLOPENED.match(s)}
