@@ -648,7 +648,7 @@ static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
 		      const char *sysroot)
 {
 	_cleanup_free_ char *spec = NULL, *fstype = NULL, *rootflags = NULL;
-	_cleanup_free_ char *data = NULL, *dev = NULL, *alias = NULL;
+	_cleanup_free_ char *data = NULL, *dev = NULL;
 	unsigned long flags = MS_RDONLY;
 	char name[NMBL_NAME_MAX];
 	int r;
@@ -681,10 +681,8 @@ static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
 		if (r < 0)
 			return r;
 	}
-	if (asprintf(&alias, "fs-%s", fstype) < 0)
-		return -ENOMEM;
-	r = nmbl_load_module(ctx, alias);
-	if (r < 0 && r != -ENOENT) /* built in, or the kernel finds it */
+	r = nmbl_load_fs_module(ctx, fstype);
+	if (r < 0)
 		return r;
 	if (mkdir(sysroot, 0755) < 0 && errno != EEXIST)
 		return -errno;
@@ -704,10 +702,9 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 
 	if (!ctx || !cmdline)
 		return -EINVAL;
-	/* Only a kernel that nmbl_load() accepted, as it would for kexec. */
-	r = nmbl_require_loaded(ctx);
-	if (r < 0)
-		return r;
+	/* Only a kernel the running kernel accepted, as it would for kexec. */
+	if (!ctx->kernel_accepted)
+		return -ENOENT;
 	r = both_cmdlines(ctx, cmdline, &running, &entry);
 	if (r < 0)
 		return r;

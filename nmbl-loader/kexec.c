@@ -161,11 +161,6 @@ static int open_initrd(const struct nmbl_ctx *ctx, const struct part *parts,
 	return 0;
 }
 
-static void image_unrefp(struct nmbl_image **img)
-{
-	nmbl_image_unref(*img);
-}
-
 /* A UKI's .cmdline, without the NUL or newline some builders leave. */
 static char *uki_cmdline(const struct nmbl_image *img)
 {
@@ -181,88 +176,159 @@ static char *uki_cmdline(const struct nmbl_image *img)
 	return strndup(data, len);
 }
 
+/* What kexec_file_load(2) gets for KERNEL: the kernel, the parts of the
+ * initrd that come with it, and the command line that goes with them. */
+struct boot_files {
+	struct nmbl_image *img; /* NULL: not PE, left to the kernel to refuse */
+	int kernel_fd;
+	struct part *parts;     /* room for the UKI's two and every initrd */
+	size_t n_parts;
+	const char *cmdline;
+	char *own_cmdline;
+};
+
+static void boot_files_done(struct boot_files *f)
+{
+	nmbl_image_unref(f->img);
+	if (f->kernel_fd >= 0)
+		close(f->kernel_fd);
+	free(f->parts);
+	free(f->own_cmdline);
+}
+
+/* KERNEL opened as kexec_file_load(2) takes it.  A UKI is split as
+ * systemd-stub would: its .linux is the kernel, its .ucode and .initrd
+ * come first, its .cmdline wins under Secure Boot or for an empty
+ * CMDLINE.  -E2BIG when the command line is longer than the kernel takes. */
+static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_initrds,
+			   const char *cmdline, struct boot_files *f)
+{
+	size_t max;
+	int r;
+
+	*f = (struct boot_files){ .kernel_fd = -1, .cmdline = cmdline ? cmdline : "" };
+	f->parts = calloc(n_initrds + 2, sizeof(*f->parts));
+	if (!f->parts)
+		return -ENOMEM;
+
+	r = nmbl_image_new_from_file(ctx, kernel, &f->img);
+	if (r < 0 && r != -ENOEXEC)
+		return r;
+
+	if (f->img && nmbl_image_get_type(f->img) == NMBL_IMAGE_UKI) {
+		const void *data;
+		size_t len;
+
+		r = nmbl_image_section_data(f->img, ".linux", &data, &len);
+		if (r < 0)
+			return r;
+		r = memfd_of("nmbl-uki-linux", data, len, &f->kernel_fd);
+		if (r < 0)
+			return r;
+		/* Microcode must come first in the initrd, as the stub does. */
+		if (nmbl_image_section_data(f->img, ".ucode", &data, &len) == 0)
+			f->parts[f->n_parts++] = (struct part){ .data = data, .len = len };
+		if (nmbl_image_section_data(f->img, ".initrd", &data, &len) == 0)
+			f->parts[f->n_parts++] = (struct part){ .data = data, .len = len };
+		/* Under Secure Boot the signed .cmdline wins over the entry's
+		 * options, as systemd-stub decides. */
+		if (nmbl_get_secure_boot(ctx) == 1 || !*f->cmdline) {
+			f->own_cmdline = uki_cmdline(f->img);
+			if (!f->own_cmdline)
+				return -ENOMEM;
+			if (*f->cmdline)
+				nmbl_notice(ctx, "Secure Boot: using the UKI's own command line, not '%s'",
+					    f->cmdline);
+			f->cmdline = f->own_cmdline;
+		}
+	} else {
+		f->kernel_fd = open_regular(kernel);
+		if (f->kernel_fd < 0)
+			return f->kernel_fd;
+	}
+
+	max = f->img ? nmbl_image_get_cmdline_max(f->img) : 0;
+	if (max && strlen(f->cmdline) > max) {
+		nmbl_dbg(ctx, "command line of %zu bytes, the kernel takes %zu",
+			 strlen(f->cmdline), max);
+		return -E2BIG;
+	}
+	return 0;
+}
+
 NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 			  const char *const *initrds, size_t n_initrds,
 			  const char *cmdline)
 {
-	__attribute__((cleanup(image_unrefp))) struct nmbl_image *img = NULL;
-	_cleanup_close_ int kernel_fd = -1, initrd_fd = -1;
-	_cleanup_free_ struct part *parts = NULL;
-	_cleanup_free_ char *own_cmdline = NULL;
+	__attribute__((cleanup(boot_files_done))) struct boot_files f = { .kernel_fd = -1 };
+	_cleanup_close_ int initrd_fd = -1;
 	unsigned long flags = 0;
-	size_t n_parts = 0, max;
 	int r;
 
 	if (!ctx || !kernel || (n_initrds && !initrds))
 		return -EINVAL;
-	if (!cmdline)
-		cmdline = "";
-	parts = calloc(n_initrds + 2, sizeof(*parts));
-	if (!parts)
-		return -ENOMEM;
-
-	/* What is not PE at all is left to the kernel to refuse. */
-	r = nmbl_image_new_from_file(ctx, kernel, &img);
-	if (r < 0 && r != -ENOEXEC)
+	ctx->kernel_accepted = false;
+	r = boot_files_open(ctx, kernel, n_initrds, cmdline, &f);
+	if (r < 0)
 		return r;
-
-	if (img && nmbl_image_get_type(img) == NMBL_IMAGE_UKI) {
-		const void *data;
-		size_t len;
-
-		r = nmbl_image_section_data(img, ".linux", &data, &len);
-		if (r < 0)
-			return r;
-		r = memfd_of("nmbl-uki-linux", data, len, &kernel_fd);
-		if (r < 0)
-			return r;
-		/* Microcode must come first in the initrd, as the stub does. */
-		if (nmbl_image_section_data(img, ".ucode", &data, &len) == 0)
-			parts[n_parts++] = (struct part){ .data = data, .len = len };
-		if (nmbl_image_section_data(img, ".initrd", &data, &len) == 0)
-			parts[n_parts++] = (struct part){ .data = data, .len = len };
-		/* Under Secure Boot the signed .cmdline wins over the entry's
-		 * options, as systemd-stub decides. */
-		if (nmbl_get_secure_boot(ctx) == 1 || !*cmdline) {
-			own_cmdline = uki_cmdline(img);
-			if (!own_cmdline)
-				return -ENOMEM;
-			if (*cmdline)
-				nmbl_notice(ctx, "Secure Boot: using the UKI's own command line, not '%s'",
-					    cmdline);
-			cmdline = own_cmdline;
-		}
-	} else {
-		kernel_fd = open_regular(kernel);
-		if (kernel_fd < 0)
-			return kernel_fd;
-	}
-
-	max = img ? nmbl_image_get_cmdline_max(img) : 0;
-	if (max && strlen(cmdline) > max) {
-		nmbl_dbg(ctx, "command line of %zu bytes, the kernel takes %zu",
-			 strlen(cmdline), max);
-		return -E2BIG;
-	}
-
 	for (size_t i = 0; i < n_initrds; i++)
-		parts[n_parts++] = (struct part){ .path = initrds[i] };
-	if (n_parts > 0) {
-		r = open_initrd(ctx, parts, n_parts, &initrd_fd);
+		f.parts[f.n_parts++] = (struct part){ .path = initrds[i] };
+	if (f.n_parts > 0) {
+		r = open_initrd(ctx, f.parts, f.n_parts, &initrd_fd);
 		if (r < 0)
 			return r;
 	} else {
 		flags |= KEXEC_FILE_NO_INITRAMFS;
 	}
 	nmbl_info(ctx, "kexec_file_load kernel='%s' initrds=%zu cmdline='%s'",
-		  kernel, n_parts, cmdline);
-	return nmbl_sys_kexec_file_load(kernel_fd, initrd_fd, cmdline, flags);
+		  kernel, f.n_parts, f.cmdline);
+	r = nmbl_sys_kexec_file_load(f.kernel_fd, initrd_fd, f.cmdline, flags);
+	if (r == 0)
+		ctx->kernel_accepted = true;
+	return r;
+}
+
+/*
+ * The kernel's checks without the load.  kexec_file_load(2) reads the
+ * kernel, checks its format, then its signature against the keys the
+ * running kernel trusts for kexec (refusing it under lockdown or
+ * KEXEC_SIG_FORCE), and only then looks at the command line: one that does
+ * not end in NUL is -EINVAL, before anything is copied.  The load itself,
+ * which for a bzImage copies the kernel into, and hashes, all the memory
+ * it will decompress into (tens of MiB), is what nmbl_check() leaves out.
+ * So -EINVAL here means the kernel found nothing to refuse; for what is no
+ * PE image at all -EINVAL could also be the empty file's, so that is left
+ * to a real load.  A kernel that took the line anyway is unloaded.
+ */
+NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline)
+{
+	__attribute__((cleanup(boot_files_done))) struct boot_files f = { .kernel_fd = -1 };
+	int r;
+
+	if (!ctx || !kernel)
+		return -EINVAL;
+	ctx->kernel_accepted = false;
+	r = boot_files_open(ctx, kernel, 0, cmdline, &f);
+	if (r < 0)
+		return r;
+	if (!f.img)
+		return -ENOEXEC;
+	nmbl_info(ctx, "kexec_file_load kernel='%s', checked only", kernel);
+	r = nmbl_sys_kexec_file_check(f.kernel_fd);
+	if (r == 0)
+		r = nmbl_sys_kexec_file_load(-1, -1, "", KEXEC_FILE_UNLOAD);
+	else if (r == -EINVAL)
+		r = 0;
+	if (r == 0)
+		ctx->kernel_accepted = true;
+	return r;
 }
 
 NMBL_EXPORT int nmbl_unload(struct nmbl_ctx *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
+	ctx->kernel_accepted = false;
 	return nmbl_sys_kexec_file_load(-1, -1, "", KEXEC_FILE_UNLOAD);
 }
 
@@ -306,7 +372,8 @@ int nmbl_ask_systemd(const char *verb, const char *arg)
 	return -ETIMEDOUT;
 }
 
-int nmbl_require_loaded(struct nmbl_ctx *ctx)
+/* 0 when a kernel is loaded for kexec, -ENOENT when not. */
+static int require_loaded(struct nmbl_ctx *ctx)
 {
 	int r = nmbl_get_kexec_loaded(ctx);
 
@@ -321,7 +388,7 @@ NMBL_EXPORT int nmbl_exec(struct nmbl_ctx *ctx)
 
 	if (!ctx)
 		return -EINVAL;
-	r = nmbl_require_loaded(ctx);
+	r = require_loaded(ctx);
 	if (r < 0)
 		return r;
 	return restart(ctx, true);

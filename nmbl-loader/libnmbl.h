@@ -75,6 +75,16 @@ int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 	      const char *const *initrds, size_t n_initrds,
 	      const char *cmdline);
 int nmbl_unload(struct nmbl_ctx *ctx);
+/*
+ * Whether nmbl_load() of KERNEL with CMDLINE would be accepted: the same
+ * checks by the running kernel (the image's format, its signature against
+ * the keys trusted for kexec when Secure Boot or the kernel requires one,
+ * the command line's length), without loading it.  For a direct boot,
+ * which needs the kernel's verdict but never its copy.  0, or the error
+ * nmbl_load() would return (nmbl_explain_refusal() explains it);
+ * -ENOEXEC for a file that is no PE image.
+ */
+int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline);
 
 /*
  * Boot the loaded kernel: through systemd when it runs as PID 1 (as
@@ -103,17 +113,17 @@ enum nmbl_boot_method {
 int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline,
 		     enum nmbl_boot_method *ret_method, char **ret_reason);
 /*
- * Boot the running kernel again without booting it: after nmbl_load() of
- * the entry's kernel succeeded (the kernel checks it as for kexec), mount
- * the root CMDLINE names (root= as UUID=, LABEL=, PARTUUID=, PARTLABEL= or
- * /dev/..., rootfstype=, rootflags=, ro/rw) on /sysroot, check that it has
+ * Boot the running kernel again without booting it: after nmbl_check() (or
+ * nmbl_load()) of the entry's kernel succeeded, mount the root CMDLINE
+ * names (root= as UUID=, LABEL=, PARTUUID=, PARTLABEL= or /dev/...,
+ * rootfstype=, rootflags=, ro/rw) on /sysroot, check that it has
  * the init to start, show CMDLINE in /proc/cmdline, set the console log
- * level it asks for, unload the kernel and unmount everything nmbl
+ * level it asks for, unload any kernel and unmount everything nmbl
  * mounted.  Then switch root: with systemd as PID 1 through "systemctl
  * switch-root", returning only on failure; otherwise return 0, and the
  * initramfs's init switches root to /sysroot once the caller has exited.
- * -ENXIO: no such root device; -ENOMEDIUM: no init on it.  On failure
- * nothing is left mounted.
+ * -ENXIO: no such root device; -ENOMEDIUM: no init on it; -ENOENT: no
+ * kernel was accepted first.  On failure nothing is left mounted.
  */
 int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
 /* The value of KEY on the command line CMDLINE as the kernel splits it

@@ -179,6 +179,17 @@ NMBL_EXPORT int nmbl_load_module(struct nmbl_ctx *ctx, const char *alias)
 	return load_alias(ctx, k, alias);
 }
 
+int nmbl_load_fs_module(struct nmbl_ctx *ctx, const char *fstype)
+{
+	_cleanup_free_ char *alias = NULL;
+	int r;
+
+	if (asprintf(&alias, "fs-%s", fstype) < 0)
+		return -ENOMEM;
+	r = nmbl_load_module(ctx, alias);
+	return r == -ENOENT ? 0 : r;
+}
+
 NMBL_EXPORT int nmbl_coldplug(struct nmbl_ctx *ctx)
 {
 	__attribute__((cleanup(kmod_unrefp))) struct kmod_ctx *k = NULL;

@@ -166,7 +166,7 @@ static int mount_type(const struct nmbl_ctx *ctx, const char *dev,
  * A known superblock names the type; otherwise try each block file system
  * the kernel has, as mount(8) does.
  */
-static int mount_any(const struct nmbl_ctx *ctx, const char *dev,
+static int mount_any(struct nmbl_ctx *ctx, const char *dev,
 		     const char *target)
 {
 	char list[NMBL_SMALL_FILE_MAX], *line, *save = NULL;
@@ -177,8 +177,13 @@ static int mount_any(const struct nmbl_ctx *ctx, const char *dev,
 	r = nmbl_probe_device(ctx, dev, &fstype, &n_devices);
 	if (r < 0)
 		return r;
-	if (fstype)
+	if (fstype) {
+		/* Only sooner: without it the kernel starts modprobe itself. */
+		r = nmbl_load_fs_module(ctx, fstype);
+		if (r < 0)
+			nmbl_dbg(ctx, "module for %s: %s", fstype, strerror(-r));
 		return mount_type(ctx, dev, target, fstype);
+	}
 
 	r = nmbl_read_small(ctx, "/proc/filesystems", list, sizeof(list));
 	if (r < 0)

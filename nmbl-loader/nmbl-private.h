@@ -27,6 +27,9 @@ struct nmbl_ctx {
 	void *log_data;
 	int log_priority;
 	struct nmbl_mount *mounts;
+	/* The kernel accepted the last kernel nmbl_load() or nmbl_check()
+	 * gave it, and nmbl_unload() has not been called since. */
+	bool kernel_accepted;
 };
 
 void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
@@ -110,6 +113,11 @@ int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,
  * "LVM", "RAID (md)", or NULL. */
 const char *nmbl_probe_stacked(const void *buf, size_t len);
 
+/* The module of file system FSTYPE ("fs-FSTYPE") and what it needs,
+ * loaded here rather than by the kernel starting modprobe at the mount;
+ * 0 when the kernel has it built in. */
+int nmbl_load_fs_module(struct nmbl_ctx *ctx, const char *fstype);
+
 /* Where direct boot mounts the target's root, as dracut's init names it. */
 #define NMBL_SYSROOT "/sysroot"
 /* How long systemd as PID 1 may take to act on a job it accepted. */
@@ -118,8 +126,6 @@ bool nmbl_systemd_is_pid1(const struct nmbl_ctx *ctx);
 /* "systemctl VERB [ARG]", then wait for systemd to act: returns only on
  * failure (-ETIMEDOUT when systemd accepted but did not act). */
 int nmbl_ask_systemd(const char *verb, const char *arg);
-/* 0 when a kernel is loaded for kexec, -ENOENT when not. */
-int nmbl_require_loaded(struct nmbl_ctx *ctx);
 
 /*
  * A kernel command line split as the kernel splits it (cmdline.c): each
@@ -234,6 +240,9 @@ static inline void *nmbl_take_ptr(void *pp)
  */
 int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd,
 			     const char *cmdline, unsigned long flags);
+/* kexec_file_load(2) of KERNEL_FD alone, with a command line that does not
+ * end in NUL (see nmbl_check()). */
+int nmbl_sys_kexec_file_check(int kernel_fd);
 int nmbl_sys_mount(const char *source, const char *target,
 		   const char *fstype, unsigned long flags, const char *data);
 int nmbl_sys_umount(const char *target);

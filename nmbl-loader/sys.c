@@ -4,6 +4,7 @@
  * makes a call that changes the machine.
  */
 #include <linux/fs.h>
+#include <linux/kexec.h>
 #include <linux/keyctl.h>
 #include <linux/reboot.h>
 #include <fcntl.h>
@@ -25,6 +26,16 @@ int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd,
 	/* The kernel wants the length including the terminating NUL. */
 	if (syscall(SYS_kexec_file_load, kernel_fd, initrd_fd,
 		    strlen(cmdline) + 1, cmdline, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+int nmbl_sys_kexec_file_check(int kernel_fd)
+{
+	static const char line[] = { ' ' };
+
+	if (syscall(SYS_kexec_file_load, kernel_fd, -1, sizeof(line), line,
+		    KEXEC_FILE_NO_INITRAMFS) < 0)
 		return -errno;
 	return 0;
 }

@@ -38,6 +38,10 @@ ENTRIES = [
      f"root=PARTUUID={ROOT_PARTUUID} ro {CONSOLES} nmbl.entry=partuuid"),
     ("4", "Wrong root", "vmlinuz-test", "initrd.img-test",
      f"root=UUID={NO_SUCH_UUID} ro {CONSOLES} nmbl.entry=wrong"),
+    # nmbl's own kernel as Debian signed it, a key the test machine's db
+    # lacks: the running kernel, but one a kexec would refuse.
+    ("3", "Untrusted copy", "vmlinuz-debian", "initrd.img-test",
+     f"root=UUID={ROOT_UUID} ro {CONSOLES} nmbl.entry=untrusted"),
 ]
 
 
@@ -54,6 +58,7 @@ def bls_files(entries, directory):
         "initrd.img-test": build_path("test", "target-initrd.img"),
         "vmlinuz-other": build_path("test", "vmlinuz-other"),
         "initrd.img-other": build_path("test", "other-initrd.img"),
+        "vmlinuz-debian": build_path("kernel", "tree", "boot", f"vmlinuz-{kver()}"),
     }
     for version, title, kernel, initrd, options in entries:
         path = f"{directory}/{version}.conf"
@@ -122,22 +127,31 @@ def assert_kexec(log, up, nmbl_id, release, reason):
     assert kernel.group(3) == "0", "the kexec'd kernel's log holds nmbl's lines"
 
 
+def back_to_the_menu(vm):
+    vm.wait_for("Press any key to continue", timeout=60, clean=True)
+    vm.send(KEY_ENTER)
+    vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60, clean=True)
+
+
 def test_wrong_root_says_so_then_own_kernel_boots_directly():
-    """A root that is not there: a clear message and the menu again.  Then
+    """nmbl's own kernel signed by a key the machine does not trust is
+    refused as a kexec would refuse it, though it is the running kernel.
+    A root that is not there: a clear message and the menu again.  Then
     the default entry, nmbl's own kernel with userspace parameters of its
     own (rhgb, systemd.unit=, nmbl.entry=) and the same kernel ones, boots
     by switching root: one kernel start, its command line in /proc/cmdline."""
     with VM(disk(), snapshot=True, log_file=build_path("test", "direct-default.log")) as vm:
         nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        vm.send(choose(6))
+        vm.wait_for(words("cannot load (hd0,gpt2)/vmlinuz-debian: the kernel is signed by a "
+                          "key this machine does not trust"), timeout=BOOT_TIMEOUT, clean=True)
+        back_to_the_menu(vm)
         vm.send(choose(5))
         vm.wait_for(words(f"cannot mount the root file system root=UUID={NO_SUCH_UUID}: "
                           "no such disk or partition is known to Linux"),
                     timeout=BOOT_TIMEOUT, clean=True)
-        vm.wait_for("Press any key to continue", timeout=60, clean=True)
-        vm.send(KEY_ENTER)
-        vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60,
-                    clean=True)
+        back_to_the_menu(vm)
         vm.send(choose(0))
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         vm.wait_exit(timeout=60)

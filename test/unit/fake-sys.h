@@ -2,6 +2,7 @@
 #ifndef NMBL_FAKE_SYS_H
 #define NMBL_FAKE_SYS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -11,6 +12,8 @@ struct fake_sys {
 	const char *root; /* stripped from recorded paths */
 	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno,
 	    finit_errno, efivar_errno;
+	/* kexec_file_load(2) would take a command line without its NUL. */
+	bool check_loads;
 	/* The boot clock; 0 = none. */
 	uint64_t clock_now_usec, clock_kernel_usec;
 	struct {

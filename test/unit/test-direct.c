@@ -41,7 +41,6 @@ static void machine(void)
 	fixture_text("/proc/version", PROC_VERSION);
 	fixture_text("/proc/cmdline", RUNNING);
 	fixture_text("/proc/sys/kernel/printk", "4\t4\t1\t7\n");
-	fixture_text("/sys/kernel/kexec_loaded", "1\n");
 	fixture_text("/sys/class/block/vda3/partition", "3\n");
 	fixture_write("/dev/vda3", ext4_sb, sizeof(ext4_sb));
 	link_dev("/dev/disk/by-uuid/7a46e7a1", "../../vda3");
@@ -54,6 +53,8 @@ static void machine(void)
 	unlink(fixture_path("/sysroot/sbin/init"));
 	CHECK_INT(symlink("/lib/systemd/systemd", fixture_path("/sysroot/sbin/init")), 0);
 	remove(fixture_path("/proc/1/comm"));
+	fake.kexec_errno = 0;
+	CHECK_INT(nmbl_check(ctx, KERNEL, RUNNING), 0);
 	fake.calls[0] = '\0';
 	fake.mount_errno = 0;
 	fake.systemctl_errno = 0;
@@ -232,7 +233,7 @@ static void test_switch_root_flags_and_names(void)
 	machine();
 	CHECK_INT(nmbl_switch_root(ctx, "root=PARTUUID=E5B0E5B0-0003 rootfstype=ext4 rootflags=noatime,nodev quiet"), 0);
 	CHECK(strstr(fake.calls, "mount /dev/vda3 /sysroot ext4 -;"));
-	fake.calls[0] = '\0';
+	machine();
 	CHECK_INT(nmbl_switch_root(ctx, "root=PARTLABEL=root rw ro"), 0);
 	CHECK(strncmp(fake.calls, "mount /dev/vda3 /sysroot ext4 -;", 32) == 0);
 }
@@ -249,9 +250,16 @@ static void test_switch_root_refuses_what_it_cannot_boot(void)
 	fake.mount_errno = -EINVAL;
 	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 rootfstype=xfs"), -EINVAL);
 	CHECK_STR(fake.calls, "mount /dev/vda3 /sysroot xfs -;");
-	/* Only a kernel nmbl_load() accepted. */
+	/* Only a kernel the running kernel accepted. */
 	machine();
-	fixture_text("/sys/kernel/kexec_loaded", "0\n");
+	fake.kexec_errno = -EKEYREJECTED;
+	CHECK_INT(nmbl_check(ctx, KERNEL, RUNNING), -EKEYREJECTED);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3"), -ENOENT);
+	CHECK_STR(fake.calls, "");
+	machine();
+	CHECK_INT(nmbl_unload(ctx), 0);
+	fake.calls[0] = '\0';
 	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3"), -ENOENT);
 	CHECK_STR(fake.calls, "");
 }

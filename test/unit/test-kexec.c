@@ -119,6 +119,45 @@ static void test_cmdline_longer_than_the_kernel_takes(void)
 	nmbl_unref(ctx);
 }
 
+static void test_check_asks_the_kernel_without_loading(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	const char *uki = CORPUS "/uki.efi";
+	char *cmdline = malloc(2049);
+
+	CHECK_INT(nmbl_check(ctx, CORPUS "/kernel.efi", "root=UUID=x ro"), 0);
+	CHECK_STR(fake.calls, "kexec_file_check;");
+	CHECK(memcmp(fake.kexec_kernel, "MZ", 2) == 0);
+	/* A UKI: its .linux. */
+	fake.calls[0] = '\0';
+	fake.kexec_kernel[0] = '\0';
+	CHECK_INT(nmbl_check(ctx, uki, ""), 0);
+	CHECK_STR(fake.calls, "kexec_file_check;");
+	CHECK(memcmp(fake.kexec_kernel, "MZ", 2) == 0);
+	/* The kernel's refusal, as nmbl_load() would get it. */
+	fake.calls[0] = '\0';
+	fake.kexec_errno = -EKEYREJECTED;
+	CHECK_INT(nmbl_check(ctx, CORPUS "/kernel.efi", ""), -EKEYREJECTED);
+	fake.kexec_errno = 0;
+	/* What is no PE image, and a line too long, never reach the kernel. */
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_check(ctx, fixture_path("/boot/vmlinuz"), ""), -ENOEXEC);
+	CHECK_INT(nmbl_check(ctx, fixture_path("/boot/missing"), ""), -ENOENT);
+	memset(cmdline, 'x', 2048);
+	cmdline[2048] = '\0';
+	CHECK_INT(nmbl_check(ctx, CORPUS "/kernel.efi", cmdline), -E2BIG);
+	CHECK_STR(fake.calls, "");
+	/* A kernel that loaded it all the same: unloaded again. */
+	fake.check_loads = true;
+	CHECK_INT(nmbl_check(ctx, CORPUS "/kernel.efi", ""), 0);
+	CHECK_STR(fake.calls, "kexec_file_check;kexec_file_load;");
+	CHECK_INT(fake.kexec_flags, KEXEC_FILE_UNLOAD);
+	CHECK_INT(nmbl_check(NULL, "x", ""), -EINVAL);
+	CHECK_INT(nmbl_check(ctx, NULL, ""), -EINVAL);
+	free(cmdline);
+	nmbl_unref(ctx);
+}
+
 static void test_unload(void)
 {
 	struct nmbl_ctx *ctx = setup();
@@ -190,6 +229,7 @@ int main(void)
 		test_load_errors,
 		test_uki_is_split_like_systemd_stub,
 		test_cmdline_longer_than_the_kernel_takes,
+		test_check_asks_the_kernel_without_loading,
 		test_unload,
 		test_exec_without_systemd_unmounts_then_reboots,
 		test_exec_through_systemd,

@@ -97,6 +97,26 @@ static void test_coldplug_loads_device_drivers(void)
 	CHECK(pos("insmod virtio_ring.ko;") < pos("insmod virtio_blk.ko;"));
 }
 
+/* A partition is mounted once its file system's module is in, loaded
+ * here rather than by the kernel starting modprobe. */
+static void test_mount_loads_the_file_system_first(void)
+{
+	unsigned char sb[2048] = { 0 };
+	char *mp = NULL;
+
+	sb[1080] = 0x53;
+	sb[1081] = 0xef;
+	fixture_text("/sys/class/block/vdb/vdb2/start", "2048\n");
+	fixture_write("/dev/vdb2", sb, sizeof(sb));
+	remove(fixture_path("/sys/module/jbd2/initstate"));
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_mount_partition(ctx, "/dev/vdb", 2048, &mp), 0);
+	CHECK(pos("insmod ext4.ko;") && pos("mount /dev/vdb2 "));
+	CHECK(pos("insmod ext4.ko;") < pos("mount /dev/vdb2 "));
+	free(mp);
+	CHECK_INT(nmbl_umount_all(ctx), 0);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -104,6 +124,7 @@ int main(void)
 		test_loaded_modules_are_skipped,
 		test_unknown_and_blacklisted,
 		test_coldplug_loads_device_drivers,
+		test_mount_loads_the_file_system_first,
 		NULL,
 	};
 
