@@ -16,10 +16,11 @@ PROGRAMS = ["usr/libexec/nmbl/grub-emu", "usr/bin/nmbl", "usr/libexec/nmbl/nmbl-
             "usr/libexec/nmbl/nmbl-menu", "usr/bin/udevadm", "usr/sbin/switch_root",
             "usr/lib/dracut/hooks/cmdline/90-nmbl-cmdline.sh",
             "usr/lib/dracut/hooks/pre-mount/50-nmbl-pre-mount.sh"]
-# Disk controllers a firmware boots from, and the file systems of ESPs, /boot
-# and the roots a direct boot mounts.
+# Disk controllers a firmware boots from, the file systems of ESPs, /boot
+# and the roots a direct boot mounts, and what a USB keyboard needs.
 MODULES = ["virtio_blk", "virtio_scsi", "ahci", "nvme", "sd_mod", "usb-storage", "uas",
-           "mmc_block", "vfat", "ext4", "xfs", "btrfs", "efivarfs"]
+           "mmc_block", "vfat", "ext4", "xfs", "btrfs", "efivarfs",
+           "xhci-pci", "ehci-pci", "ohci-pci", "uhci-hcd", "usbhid", "hid-generic"]
 # Modules by modalias, and /dev/disk/by-* for root=UUID= and the like.
 RULES = ["80-drivers.rules", "60-persistent-storage.rules"]
 # Loaded by the C library itself, never named by a program.

@@ -17,12 +17,15 @@ depends() {
 }
 
 # What the menu needs to see disks and read the ESP and /boot.  Whatever
-# the firmware found the UKI on, Linux must find too.
+# the firmware found the UKI on, Linux must find too.  And the keyboard:
+# PS/2 is built into distribution kernels, USB keyboards need their host
+# controller and HID drivers.
 installkernel() {
     hostonly='' instmods \
         virtio_pci virtio_blk virtio_scsi sd_mod ahci nvme \
         xhci_pci usb_storage uas mmc_block sdhci_pci \
-        ext4 vfat nls_cp437 nls_ascii nls_utf8 btrfs xfs efivarfs
+        ext4 vfat nls_cp437 nls_ascii nls_utf8 btrfs xfs efivarfs \
+        ehci_pci ohci_pci uhci_hcd usbhid hid_generic
 }
 
 install() {
