@@ -296,9 +296,9 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
  * not end in NUL is -EINVAL, before anything is copied.  The load itself,
  * which for a bzImage copies the kernel into, and hashes, all the memory
  * it will decompress into (tens of MiB), is what nmbl_check() leaves out.
- * So -EINVAL here means the kernel found nothing to refuse; for what is no
- * PE image at all -EINVAL could also be the empty file's, so that is left
- * to a real load.  A kernel that took the line anyway is unloaded.
+ * So -EINVAL here means the kernel found nothing to refuse.  An empty file
+ * is -EINVAL too, before any check: what is no PE image is never asked
+ * about (-ENOEXEC).  A kernel that took the line anyway is unloaded.
  */
 NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline)
 {
