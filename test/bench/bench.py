@@ -3,13 +3,14 @@
 """nmbl against GRUB, measured in VMs (QEMU under TCG with OVMF).
 
     test/bench/bench.py [--build DIR] [--runs N] [--variant NAME]... [--tb-size MIB]
-                        [--out FILE]
+                        [--seed N] [--out FILE]
 
 Every variant boots the same disk layout: the same grub.cfg (timeout 0, one
 entry), the same /boot and root; only the program on the ESP differs.  Each
 boots N times from power-on to the target's marker line, the variants
 taking turns run by run so that a slow spell of the machine falls on all of
-them.  Every run is checked: the target kernel really ran with the entry's
+them, in an order shuffled for each round (--seed), so that no variant
+always follows the same one.  Every run is checked: the target kernel really ran with the entry's
 command line, a direct boot kept nmbl's kernel (the same boot id), a kexec
 did not.  Secure Boot is off for every variant, so that the comparison is
 fair, except in nmbl-direct-sb.
@@ -38,12 +39,16 @@ cache, nothing lost.  Real machines and KVM have no such cost.
 
 Prints a table of medians (min-max), ratios to GRUB, sizes, and nmbl's
 breakdown, and writes it all as JSON (default BUILD/bench/results.json).
-Times depend on the machine: compare ratios from one run of this program.
+"vs grub" is the ratio of the medians; "paired" the median of each round's
+own ratio (a variant's time over GRUB's in the same round), which a slow
+spell of the machine moves less.  Times depend on the machine: compare
+ratios from one run of this program.
 """
 
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -166,16 +171,17 @@ def mib(n):
 
 def report(names, results, size):
     base = results["grub"]["target"]["median"] if "grub" in results else None
-    print(f"\n{'variant':<15} {'to target, s':>22} {'vs grub':>8} {'menu, s':>8} "
+    print(f"\n{'variant':<15} {'to target, s':>22} {'vs grub':>8} {'paired':>7} {'menu, s':>8} "
           f"{'EFI MiB':>8} {'initramfs MiB':>15} {'used MiB':>9}")
     for n in names:
         r, s = results[n], size[n]
         t = r["target"]
         ratio = f"{t['median'] / base:.2f}" if base else "-"
+        paired = f"{r['vs_grub_paired']['median']:.2f}" if "vs_grub_paired" in r else "-"
         menu = f"{r['menu']['median']:.1f}" if "menu" in r else "-"
         mem = f"{r['memory_kib']['median'] / 1024:.0f}" if "memory_kib" in r else "-"
         print(f"{n:<15} {t['median']:>7.1f} ({t['min']:.1f}-{t['max']:.1f}) {ratio:>8} "
-              f"{menu:>8} {mib(s['efi_bytes']):>8} "
+              f"{paired:>7} {menu:>8} {mib(s['efi_bytes']):>8} "
               f"{mib(s['initramfs_bytes']) + '/' + mib(s['initramfs_unpacked_bytes']):>15} "
               f"{mem:>9}")
     for n in names:
@@ -193,6 +199,8 @@ def main():
     ap.add_argument("--variant", action="append", choices=list(VARIANTS))
     ap.add_argument("--tb-size", type=int, default=32, metavar="MIB",
                     help="QEMU's translated-code cache (default %(default)s; 0: QEMU's own)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="the shuffle of each round's order (default %(default)s)")
     ap.add_argument("--out", help="JSON results (default BUILD/bench/results.json)")
     args = ap.parse_args()
     fixture.BUILD = args.build
@@ -208,7 +216,7 @@ def main():
     images = {n: by_efi[VARIANTS[n]["efi"]] for n in names}
     runs = {n: [] for n in names}
     for index in range(args.runs):
-        for n in names:
+        for n in random.Random(args.seed * 1000 + index).sample(names, len(names)):
             r = run_once(n, VARIANTS[n], images[n], index, tb_size)
             runs[n].append(r)
             print(f"bench: run {index + 1}/{args.runs} {n}: target {r['target']:.1f} s",
@@ -218,6 +226,9 @@ def main():
         rs = runs[n]
         results[n] = {k: summary([r[k] for r in rs])
                       for k in ("target", "menu", "memory_kib", "target_uptime") if k in rs[0]}
+        if "grub" in runs:
+            results[n]["vs_grub_paired"] = summary(
+                [r["target"] / g["target"] for r, g in zip(rs, runs["grub"])])
         if "breakdown" in rs[0]:
             results[n]["breakdown"] = {k: summary([r["breakdown"][k] for r in rs])
                                        for k in rs[0]["breakdown"]}
@@ -227,7 +238,7 @@ def main():
     report(names, results, size)
     out = args.out or build_path("bench", "results.json")
     with open(out, "w") as f:
-        json.dump({"runs": args.runs, "tb_size_mib": tb_size,
+        json.dump({"runs": args.runs, "seed": args.seed, "tb_size_mib": tb_size,
                    "variants": results, "sizes": size}, f, indent=1)
     print(f"\n{out}")
 
