@@ -27,6 +27,9 @@ def test_bench_runs_each_variant_once():
     for name, r in results["variants"].items():
         assert len(r["target"]["runs"]) == 1 and r["target"]["median"] > 0, (name, r)
         assert results["sizes"][name]["efi_bytes"] > 0, name
+        # Each round's own ratio: the variant's time over GRUB's in that round.
+        want = r["target"]["median"] / results["variants"]["grub"]["target"]["median"]
+        assert abs(r["vs_grub_paired"]["median"] - want) < 0.01, (name, r["vs_grub_paired"], want)
     for name in ("nmbl-kexec", "nmbl-direct", "nmbl-direct-sb"):
         parts = results["variants"][name]["breakdown"]
         assert set(parts) == {"firmware to stub", "kernel to init", "init to menu",
