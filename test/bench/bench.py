@@ -10,9 +10,9 @@ entry), the same /boot and root; only the program on the ESP differs.  Each
 boots N times from power-on to the target's marker line, the variants
 taking turns run by run so that a slow spell of the machine falls on all of
 them, in an order shuffled for each round (--seed), so that no variant
-always follows the same one.  Every run is checked: the target kernel really ran with the entry's
-command line, a direct boot kept nmbl's kernel (the same boot id), a kexec
-did not.  Secure Boot is off for every variant, so that the comparison is
+always follows the same one.  Every run is checked: the target kernel
+really ran with the entry's command line, a direct boot kept nmbl's kernel
+(the same boot id), a kexec did not.  Secure Boot is off for every variant, so that the comparison is
 fair, except in nmbl-direct-sb.
 
   floor           firmware -> the target's own UKI, no menu (the limit)
@@ -171,8 +171,8 @@ def mib(n):
 
 def report(names, results, size):
     base = results["grub"]["target"]["median"] if "grub" in results else None
-    print(f"\n{'variant':<15} {'to target, s':>22} {'vs grub':>8} {'paired':>7} {'menu, s':>8} "
-          f"{'EFI MiB':>8} {'initramfs MiB':>15} {'used MiB':>9}")
+    print(f"\n{'variant':<15} {'to target, s':>22} {'vs grub':>8} {'paired':>7} "
+          f"{'menu, s':>8} {'EFI MiB':>8} {'initramfs MiB':>15} {'used MiB':>9}")
     for n in names:
         r, s = results[n], size[n]
         t = r["target"]
