@@ -29,16 +29,16 @@ GRUB_OBJ = $(BUILD)/grub/obj
 
 # Packages (Debian 12 names) that building and testing need.
 DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
-	pkg-config python3 patch xz-utils libssl-dev libkmod-dev zstd lz4 cpio kmod binutils openssl \
+	pkg-config python3 patch xz-utils libssl-dev libkmod-dev libblkid-dev zstd lz4 cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
 	grub-efi-amd64-bin
 
-LIB_SRCS = bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c utf16.c
-LIBS_NMBL = -lcrypto -lkmod
+LIB_SRCS = bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c uevent.c utf16.c
+LIBS_NMBL = -lcrypto -lkmod -lblkid
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
-all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-console \
+all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu
 
 .PHONY: all deps check bench demo uki fuzz clean distclean
@@ -61,6 +61,10 @@ $(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl.sym
 
 # Linked statically so the initramfs needs no extra library.
 $(BUILD)/nmbl: $(BUILD)/nmbl-loader/nmbl.o $(BUILD)/libnmbl.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_NMBL)
+
+# Process 1 of nmbl's initramfs.
+$(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/nmbl-init.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_NMBL)
 
 $(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/nmbl-console.o
@@ -92,7 +96,7 @@ $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 -include $(wildcard $(BUILD)/unit/obj/*.d)
 
 # Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
-FUZZERS = pe authenticode loadopt bls cmdline
+FUZZERS = pe authenticode loadopt bls cmdline uevent
 UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
 $(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
 	@mkdir -p $(@D)
@@ -215,9 +219,10 @@ NMBL_COMPRESS ?= lz4
 
 # dracut for nmbl's kernel with nmbl's module (and the module dirs given).
 NMBL_DRACUT = NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
-	NMBL_CONSOLE=$(abspath $(BUILD)/nmbl-console) dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
+	NMBL_CONSOLE=$(abspath $(BUILD)/nmbl-console) NMBL_INIT=$(abspath $(BUILD)/nmbl-init) \
+	dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
 NMBL_DRACUT_DEPS = $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut $(BUILD)/grub-emu \
-	$(BUILD)/nmbl $(BUILD)/nmbl-console $(BUILD)/kernel/kver Makefile
+	$(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console $(BUILD)/kernel/kver Makefile
 # $(call MKUKI,KERNEL,INITRD,CMDLINE): the signed UKI $@ around them.
 MKUKI = dracut/mkuki $(UKI_STUB) $(1) $(2) "$(3)" dracut/os-release dracut/sbat.csv $@ \
 	$(SIGN_KEY) $(SIGN_CERT)
@@ -226,7 +231,7 @@ NMBL_KERNEL = $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF)
 NMBL_MKUKI_DEPS = $(MKUKI_DEPS) Makefile
 
 $(BUILD)/nmbl-initrd.img: $(NMBL_DRACUT_DEPS)
-	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "base nmbl" --compress $(NMBL_COMPRESS)
+	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "nmbl" --compress $(NMBL_COMPRESS)
 
 $(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT))
@@ -335,7 +340,7 @@ SELFTEST_MODULE = test/dracut/90nmbl-selftest
 $(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*)
 	@mkdir -p $(@D)
 	$(NMBL_DRACUT) $@ $(NMBL_MODULE) $(SELFTEST_MODULE) -- \
-		--modules "base nmbl nmbl-selftest" --compress $(NMBL_COMPRESS)
+		--modules "nmbl nmbl-selftest" --compress $(NMBL_COMPRESS)
 $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
 

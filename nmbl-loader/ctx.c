@@ -75,6 +75,7 @@ NMBL_EXPORT struct nmbl_ctx *nmbl_unref(struct nmbl_ctx *ctx)
 		free(m->path);
 		free(m);
 	}
+	nmbl_modules_release(ctx);
 	free(ctx->root);
 	free(ctx);
 	return NULL;

@@ -61,6 +61,19 @@ int nmbl_load_module(struct nmbl_ctx *ctx, const char *alias);
  * Returns how many devices got a module.
  */
 int nmbl_coldplug(struct nmbl_ctx *ctx);
+/*
+ * Act on one kernel uevent (a NETLINK_KOBJECT_UEVENT message of LEN
+ * bytes) as udev would in a boot menu: an added device gets its module,
+ * an added block device its /dev/disk/by-* links.  -EBADMSG for a
+ * message that is no uevent.
+ */
+int nmbl_handle_uevent(struct nmbl_ctx *ctx, const void *msg, size_t len);
+/*
+ * Make the /dev/disk/by-uuid, by-label, by-partuuid and by-partlabel links
+ * of block device NAME ("vda2") below the context's root, named as udev
+ * names them, from what libblkid finds on it.
+ */
+int nmbl_link_block_device(struct nmbl_ctx *ctx, const char *name);
 
 /*
  * Load KERNEL with N_INITRDS initrds (concatenated in order, each padded

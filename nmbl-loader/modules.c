@@ -34,17 +34,18 @@ static void log_from_kmod(void *data, int priority, const char *file,
 		ctx->log_fn(ctx->log_data, priority, file, line, fn, format, args);
 }
 
-static void kmod_unrefp(struct kmod_ctx **k)
-{
-	kmod_unref(*k);
-}
-
+/* The context's libkmod context, opened on first use: a second lookup
+ * finds the indexes loaded. */
 static int open_kmod(struct nmbl_ctx *ctx, struct kmod_ctx **ret)
 {
 	_cleanup_free_ char *dir = NULL, *c1 = NULL, *c2 = NULL, *c3 = NULL, *c4 = NULL;
 	struct utsname u;
 	struct kmod_ctx *k;
 
+	if (ctx->kmod) {
+		*ret = ctx->kmod;
+		return 0;
+	}
 	if (uname(&u) < 0)
 		return -errno;
 	if (asprintf(&dir, "%s/lib/modules/%s", ctx->root, u.release) < 0 ||
@@ -62,8 +63,15 @@ static int open_kmod(struct nmbl_ctx *ctx, struct kmod_ctx **ret)
 		return -ENOMEM;
 	kmod_set_log_fn(k, log_from_kmod, ctx);
 	kmod_set_log_priority(k, ctx->log_priority);
-	*ret = k;
+	/* Without them libkmod opens each index on every lookup. */
+	(void)kmod_load_resources(k);
+	*ret = ctx->kmod = k;
 	return 0;
+}
+
+void nmbl_modules_release(struct nmbl_ctx *ctx)
+{
+	ctx->kmod = kmod_unref(ctx->kmod);
 }
 
 static int insert(struct nmbl_ctx *ctx, struct kmod_module *mod, int depth);
@@ -168,7 +176,7 @@ static int load_alias(struct nmbl_ctx *ctx, struct kmod_ctx *k,
 
 NMBL_EXPORT int nmbl_load_module(struct nmbl_ctx *ctx, const char *alias)
 {
-	__attribute__((cleanup(kmod_unrefp))) struct kmod_ctx *k = NULL;
+	struct kmod_ctx *k;
 	int r;
 
 	if (!ctx || !alias || !*alias)
@@ -192,7 +200,7 @@ int nmbl_load_fs_module(struct nmbl_ctx *ctx, const char *fstype)
 
 NMBL_EXPORT int nmbl_coldplug(struct nmbl_ctx *ctx)
 {
-	__attribute__((cleanup(kmod_unrefp))) struct kmod_ctx *k = NULL;
+	struct kmod_ctx *k;
 	int r, loaded = 0;
 
 	if (!ctx)

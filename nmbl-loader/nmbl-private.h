@@ -10,6 +10,8 @@
 
 #include "libnmbl.h"
 
+struct kmod_ctx;
+
 #define NMBL_EXPORT __attribute__((visibility("default")))
 
 /* Nothing nmbl reads from /sys or /proc is anywhere near this big. */
@@ -30,6 +32,8 @@ struct nmbl_ctx {
 	/* The kernel accepted the last kernel nmbl_load() or nmbl_check()
 	 * gave it, and nmbl_unload() has not been called since. */
 	bool kernel_accepted;
+	/* libkmod's context, its indexes loaded once for every lookup. */
+	struct kmod_ctx *kmod;
 };
 
 void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
@@ -186,6 +190,27 @@ int nmbl_pe_signers(const struct nmbl_pe *pe, char **ret);
 /* A section's bytes, inside the image's mapping; -ENOENT when absent. */
 int nmbl_image_section_data(const struct nmbl_image *img, const char *name,
 			    const void **ret_data, size_t *ret_size);
+
+/* A kernel uevent is at most a page (the kernel's UEVENT_BUFFER_SIZE is
+ * 2048 bytes of variables after the "ACTION@DEVPATH" header). */
+#define NMBL_UEVENT_MAX 4096
+
+/* The fields of a uevent nmbl acts on, pointing into the message; NULL
+ * when absent. */
+struct nmbl_uevent {
+	const char *action;
+	const char *subsystem;
+	const char *devname;
+	const char *modalias;
+};
+
+/* Parse a NETLINK_KOBJECT_UEVENT message from the kernel: -EBADMSG
+ * unless it is "ACTION@DEVPATH" and NUL-terminated KEY=VALUE strings with
+ * an ACTION. */
+int nmbl_uevent_parse(const char *msg, size_t len, struct nmbl_uevent *ret);
+
+/* Drop the context's libkmod context (opened on first use). */
+void nmbl_modules_release(struct nmbl_ctx *ctx);
 
 /* "<root><path>", malloc'ed; NULL when out of memory. */
 char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);

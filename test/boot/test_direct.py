@@ -8,8 +8,12 @@ Whether a second kernel started is told by the kernel itself: its boot id
 booted by kexec starts a new one, without nmbl's lines)."""
 
 import functools
+import json
 import os
 import re
+import socket
+import tempfile
+import time
 
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,
                      TARGET_UP, VM, build_path, kver, make_disk, words)
@@ -207,3 +211,68 @@ def test_nmbl_boot_kexec_always_kexecs():
     assert_kexec(log, up, nmbl_id, kver(),
                  "nmbl.boot=kexec asks for kexec always.")
     assert up.group(2) == bls_cmdline(0)
+
+
+class Qmp:
+    """QEMU's machine protocol on a Unix socket: keys typed on the VM's own
+    keyboards, not on the serial line."""
+
+    def __init__(self, path, timeout=BOOT_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        self.sock = socket.socket(socket.AF_UNIX)
+        while True:
+            try:
+                self.sock.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # QEMU has not made the socket yet
+        self.file = self.sock.makefile("rw")
+        self._reply()
+        self.execute("qmp_capabilities")
+
+    def _reply(self):
+        while True:
+            msg = json.loads(self.file.readline())
+            if "event" not in msg:
+                return msg
+
+    def execute(self, command, **arguments):
+        self.file.write(json.dumps({"execute": command, "arguments": arguments}) + "\n")
+        self.file.flush()
+        reply = self._reply()
+        if "error" in reply:
+            raise AssertionError(f"QMP {command}: {reply['error']}")
+        return reply["return"]
+
+    def keys(self, *names):
+        for name in names:
+            self.execute("send-key", keys=[{"type": "qcode", "data": name}])
+
+    def close(self):
+        self.sock.close()
+
+
+def test_usb_keyboard_drives_the_menu():
+    """A PC whose only keyboard is on USB: its host controller's driver is
+    loaded with the disks', the keyboard's own (usbhid) once the USB bus has
+    found it, which the kernel says only by a uevent.  Keys typed on it
+    stop the countdown and choose the entry."""
+    with tempfile.TemporaryDirectory(prefix="nmbl-qmp-") as tmp:
+        sock = os.path.join(tmp, "qmp")
+        args = ["-device", "qemu-xhci,id=xhci", "-device", "usb-kbd,bus=xhci.0",
+                "-qmp", f"unix:{sock},server=on,wait=off"]
+        with VM(disk(), snapshot=True, qemu_args=args,
+                log_file=build_path("test", "direct-usb-keyboard.log")) as vm:
+            qmp = Qmp(sock)
+            try:
+                nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
+                vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+                qmp.keys("home", "down", "down", "down", "ret")
+                up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+            finally:
+                qmp.close()
+            vm.wait_exit(timeout=60)
+            log = vm.clean_log()
+    assert_direct(log, up, nmbl_id, 3)

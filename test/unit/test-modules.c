@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include "fake-sys.h"
@@ -80,10 +81,15 @@ static void test_unknown_and_blacklisted(void)
 	fake.calls[0] = '\0';
 	CHECK_INT(nmbl_load_module(ctx, "fs-nosuchfs"), -ENOENT);
 	CHECK_INT(nmbl_load_module(ctx, ""), -EINVAL);
+	/* A context reads modprobe.d once, at its first module. */
 	fixture_text("/etc/modprobe.d/test.conf", "blacklist virtio_blk\n");
+	nmbl_unref(ctx);
+	CHECK_INT(nmbl_new(fixture_root(), &ctx), 0);
 	CHECK_INT(nmbl_load_module(ctx, "virtio:d00000002v00001AF4"), 0);
 	CHECK_STR(fake.calls, "");
 	remove(fixture_path("/etc/modprobe.d/test.conf"));
+	nmbl_unref(ctx);
+	CHECK_INT(nmbl_new(fixture_root(), &ctx), 0);
 }
 
 static void test_coldplug_loads_device_drivers(void)
@@ -95,6 +101,84 @@ static void test_coldplug_loads_device_drivers(void)
 	CHECK_INT(nmbl_coldplug(ctx), 1);
 	CHECK(pos("insmod virtio.ko;") && pos("insmod virtio_ring.ko;"));
 	CHECK(pos("insmod virtio_ring.ko;") < pos("insmod virtio_blk.ko;"));
+}
+
+#define UEVENT(...) __VA_ARGS__, sizeof(__VA_ARGS__)
+
+static void test_uevent_parse(void)
+{
+	static const char ok[] = "add@/devices/pci0000:00/virtio3/block/vda\0ACTION=add\0"
+				 "DEVPATH=/devices/pci0000:00/virtio3/block/vda\0SUBSYSTEM=block\0"
+				 "DEVNAME=vda\0DEVTYPE=disk\0SEQNUM=1200";
+	struct nmbl_uevent ev;
+
+	CHECK_INT(nmbl_uevent_parse(ok, sizeof(ok), &ev), 0);
+	CHECK_STR(ev.action, "add");
+	CHECK_STR(ev.subsystem, "block");
+	CHECK_STR(ev.devname, "vda");
+	CHECK(ev.modalias == NULL);
+	/* Not NUL-terminated, no header, no ACTION, empty. */
+	CHECK_INT(nmbl_uevent_parse(ok, sizeof(ok) - 1, &ev), -EBADMSG);
+	CHECK_INT(nmbl_uevent_parse(UEVENT("ACTION=add\0SUBSYSTEM=block"), &ev), -EBADMSG);
+	CHECK_INT(nmbl_uevent_parse(UEVENT("add@/devices/x\0SUBSYSTEM=block"), &ev), -EBADMSG);
+	CHECK_INT(nmbl_uevent_parse("", 0, &ev), -EBADMSG);
+	/* What udev's own daemon sends to its listeners is no kernel uevent. */
+	CHECK_INT(nmbl_uevent_parse(UEVENT("libudev\0\xfe\xed\xca\xfe"), &ev), -EBADMSG);
+}
+
+/* A device the kernel adds gets its module; one it removes does not. */
+static void test_uevent_add_loads_the_module(void)
+{
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_handle_uevent(ctx, UEVENT("remove@/devices/virtio1\0ACTION=remove\0"
+						  "SUBSYSTEM=virtio\0MODALIAS=virtio:d00000002v00001AF4")), 0);
+	CHECK_STR(fake.calls, "");
+	CHECK_INT(nmbl_handle_uevent(ctx, UEVENT("add@/devices/virtio1\0ACTION=add\0"
+						  "SUBSYSTEM=virtio\0MODALIAS=virtio:d00000002v00001AF4")), 0);
+	CHECK(pos("insmod virtio_blk.ko;"));
+	/* No module for a device is no failure. */
+	CHECK_INT(nmbl_handle_uevent(ctx, UEVENT("add@/devices/x\0ACTION=add\0"
+						  "MODALIAS=pci:v0000FFFFd0000FFFF")), 0);
+	CHECK_INT(nmbl_handle_uevent(ctx, UEVENT("nonsense")), -EBADMSG);
+}
+
+static bool link_is(const char *link, const char *target)
+{
+	char buf[256];
+	ssize_t n = readlink(fixture_path(link), buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return strcmp(buf, target) == 0;
+}
+
+/* An added block device gets udev's /dev/disk/by-* links, spelled as
+ * udev spells them: root= finds it without udev. */
+static void test_block_device_gets_udev_links(void)
+{
+	char cmd[1024];
+
+	mkdir(fixture_path("/dev"), 0755);
+	snprintf(cmd, sizeof(cmd),
+		 "PATH=$PATH:/usr/sbin:/sbin mke2fs -q -F -t ext4 -L 'my root' "
+		 "-U 7a46e7a1-5e7b-4a4c-9b8a-0123456789ab '%s' 2M >/dev/null",
+		 fixture_path("/dev/vdq2"));
+	if (system(cmd) != 0) {
+		fprintf(stderr, "cannot make a file system: %s\n", cmd);
+		exit(2);
+	}
+	CHECK_INT(nmbl_handle_uevent(ctx, UEVENT("add@/devices/virtio4/block/vdq/vdq2\0ACTION=add\0"
+						  "SUBSYSTEM=block\0DEVNAME=vdq2\0DEVTYPE=partition")),
+		  0);
+	CHECK(link_is("/dev/disk/by-uuid/7a46e7a1-5e7b-4a4c-9b8a-0123456789ab", "../../vdq2"));
+	CHECK(link_is("/dev/disk/by-label/my\\x20root", "../../vdq2"));
+	/* A device with nothing libblkid knows gets none; a name with a
+	 * slash is no device of /dev. */
+	fixture_text("/dev/vdq3", "");
+	CHECK_INT(nmbl_link_block_device(ctx, "vdq3"), 0);
+	CHECK_INT(nmbl_link_block_device(ctx, "../vdq2"), -EINVAL);
+	CHECK_INT(nmbl_link_block_device(ctx, "vdq9"), -ENOENT);
 }
 
 /* A partition is mounted once its file system's module is in, loaded
@@ -124,6 +208,9 @@ int main(void)
 		test_loaded_modules_are_skipped,
 		test_unknown_and_blacklisted,
 		test_coldplug_loads_device_drivers,
+		test_uevent_parse,
+		test_uevent_add_loads_the_module,
+		test_block_device_gets_udev_links,
 		test_mount_loads_the_file_system_first,
 		NULL,
 	};

@@ -1,9 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# dracut module "nmbl": the initramfs of the nmbl UKI.  It starts the GRUB
-# menu (grub-emu patched to boot through libnmbl) on the console, reading
-# the machine's own grub.cfg, and kexecs the kernel chosen there.
+# dracut module "nmbl": the initramfs of the nmbl UKI.  Its process 1 is
+# nmbl-init, not dracut's shell init: it loads the drivers, starts the GRUB
+# menu (grub-emu patched to boot through libnmbl) on the consoles, reading
+# the machine's own grub.cfg, and switches root for a direct boot.  dracut
+# builds the image: the kernel modules with their dependencies and
+# firmware, the programs with their libraries.  Built alone
+# (--modules nmbl): dracut's base module would bring its own /init.
 #
 # Sourced by dracut: no set -eu here, dracut's own shell options rule.
 
@@ -13,7 +17,7 @@ check() {
 }
 
 depends() {
-    echo base
+    return 0
 }
 
 # What the menu needs to see disks and read the ESP and /boot.  Whatever
@@ -34,30 +38,16 @@ install() {
     local grub_emu=${NMBL_GRUB_EMU:-/usr/libexec/nmbl/grub-emu}
     local nmbl=${NMBL_BIN:-/usr/bin/nmbl}
     local console=${NMBL_CONSOLE:-/usr/libexec/nmbl/nmbl-console}
+    local init=${NMBL_INIT:-/usr/libexec/nmbl/nmbl-init}
 
+    inst_binary "$init" /init
     inst_binary "$grub_emu" /usr/libexec/nmbl/grub-emu
     inst_binary "$nmbl" /usr/bin/nmbl
     inst_binary "$console" /usr/libexec/nmbl/nmbl-console
-    # shellcheck disable=SC2154 # dracut sets moddir before calling us
-    inst_script "$moddir/nmbl-menu.sh" /usr/libexec/nmbl/nmbl-menu
     inst_simple "$moddir/grub.cfg" /usr/share/nmbl/grub/grub.cfg
-    inst_multiple udevadm
-    inst_hook cmdline 90 "$moddir/nmbl-cmdline.sh"
-    inst_hook pre-mount 50 "$moddir/nmbl-pre-mount.sh"
-    drop_unused_rules
-}
-
-# dracut's udev-rules module, installed before this one (hence 97), brings
-# rules for user seats and network links.  The menu has neither logged-in
-# users nor a network.  71-seat.rules alone pulls in loginctl, and with it
-# systemd's shared library and its crypto, PAM, seccomp, audit and iptables
-# libraries: a quarter of the initramfs's libraries by size, for nothing.
-# dracut resolves libraries once every module is installed, so what is
-# removed here never brings them.
-drop_unused_rules() {
-    local rules=${udevrulesdir:-/usr/lib/udev/rules.d} rule
-    for rule in 70-uaccess 71-seat 73-seat-late 75-net-description 80-net-setup-link; do
-        rm -f -- "${initdir:?}$rules/$rule.rules"
-    done
-    rm -f -- "${initdir:?}/usr/bin/loginctl" "${initdir:?}/bin/loginctl"
+    inst_dir /usr/lib/nmbl/pre-menu.d
+    # For the shell nmbl-init offers when the menu fails.
+    inst_multiple -o sh ls cat mount umount dmesg
+    # The mount points of the moved file systems and the entry's root.
+    inst_dir /sysroot
 }

@@ -18,8 +18,7 @@ depends() {
 }
 
 install() {
-    inst_multiple kexec
+    inst_multiple kexec sh mkdir mount umount
     # shellcheck disable=SC2154 # dracut sets moddir before calling us
-    inst_script "$moddir/nmbl-agree.sh" /usr/libexec/nmbl/nmbl-agree
-    inst_hook pre-mount 40 "$moddir/run-agree.sh"
+    inst_script "$moddir/nmbl-agree.sh" /usr/lib/nmbl/pre-menu.d/40-nmbl-agree
 }

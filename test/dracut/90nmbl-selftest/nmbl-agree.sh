@@ -7,9 +7,9 @@
 # then NMBL-AGREE-DONE.  Nothing is left loaded.
 set -eu
 
-udevadm settle --timeout=30 || :
 dir=/run/nmbl-agree
 mkdir -p "$dir"
+nmbl modprobe ext4
 mount -t ext4 -o ro,norecovery /dev/vda2 "$dir"
 for f in "$dir"/vmlinuz-* "$dir"/*.txt; do
 	[ -f "$f" ] || continue

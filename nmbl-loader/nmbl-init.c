@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * nmbl-init - process 1 of nmbl's initramfs.
+ *
+ * Brings up what the menu needs and nothing more: the kernel's file
+ * systems, the modules of the disks and keyboards present, the disks'
+ * /dev/disk/by-* links, then the menu.  For as long as the menu runs, a
+ * child follows the kernel's uevents, so that a keyboard plugged in (or a
+ * USB disk found) later gets its driver too.  Before the menu, the
+ * programs in /usr/lib/nmbl/pre-menu.d run in order.
+ *
+ * The menu's exit status says what comes next: 100, libnmbl mounted the
+ * chosen entry's root on /sysroot (a direct boot), so switch root to it
+ * and start its init; 0, the user asked for a reboot; anything else is a
+ * failure of nmbl itself: say so, offer a shell when there is one, then
+ * show the menu again.  A kexec never comes back here.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "nmbl-private.h"
+
+#define MENU "/usr/libexec/nmbl/grub-emu"
+#define CONSOLE "/usr/libexec/nmbl/nmbl-console"
+#define MENU_CONFIG_DIR "/usr/share/nmbl/grub"
+#define PRE_MENU_DIR "/usr/lib/nmbl/pre-menu.d"
+#define RUN_DIR "/run/nmbl"
+#define DEVICE_MAP RUN_DIR "/device.map"
+#define SHELL "/bin/sh"
+/* The menu's status for "root mounted on /sysroot, switch to it". */
+#define MENU_SWITCH_ROOT 100
+/* How long the disk the firmware started nmbl from may take to appear:
+ * udev's settle timeout, which nmbl's initramfs used before. */
+#define ESP_WAIT_SECONDS 30
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("nmbl-init: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void mount_api(void)
+{
+	static const struct {
+		const char *type, *path, *options;
+		unsigned long flags;
+	} mounts[] = {
+		{ "proc", "/proc", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC },
+		{ "sysfs", "/sys", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC },
+		{ "devtmpfs", "/dev", "mode=0755", MS_NOSUID },
+		{ "devpts", "/dev/pts", "gid=5,mode=620,ptmxmode=000", MS_NOSUID | MS_NOEXEC },
+		{ "tmpfs", "/run", "mode=0755", MS_NOSUID | MS_NODEV },
+	};
+
+	for (size_t i = 0; i < sizeof(mounts) / sizeof(mounts[0]); i++) {
+		(void)mkdir(mounts[i].path, 0755);
+		if (mount(mounts[i].type, mounts[i].path, mounts[i].type, mounts[i].flags,
+			  mounts[i].options) < 0 && errno != EBUSY)
+			say("cannot mount %s on %s: %m", mounts[i].type, mounts[i].path);
+	}
+}
+
+/* The kernel opens /dev/console for process 1 only when the image has
+ * the node; devtmpfs has it in any case. */
+static void open_console(void)
+{
+	int fd = open("/dev/console", O_RDWR | O_NOCTTY);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 3; i++)
+		if (fd != i)
+			(void)dup2(fd, i);
+	if (fd > 2)
+		close(fd);
+}
+
+/* The kernel's uevents, as udev receives them. */
+static int open_uevents(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	int fd, size = 8 << 20;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    NETLINK_KOBJECT_UEVENT);
+	if (fd < 0)
+		return -errno;
+	/* Loading the modules of a whole machine's devices at once queues
+	 * hundreds of events before anyone reads them. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/*
+ * Act on every uevent queued on FD.  Only the kernel's are taken: a process
+ * may send to the group too.  After an overflow, what was lost is found
+ * again by a new coldplug.
+ */
+static void drain_uevents(struct nmbl_ctx *ctx, int fd)
+{
+	char buf[NMBL_UEVENT_MAX];
+
+	for (;;) {
+		struct sockaddr_nl from;
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct msghdr msg = {
+			.msg_name = &from, .msg_namelen = sizeof(from),
+			.msg_iov = &iov, .msg_iovlen = 1,
+		};
+		ssize_t n = recvmsg(fd, &msg, 0);
+		int r;
+
+		if (n < 0 && errno == ENOBUFS) {
+			(void)nmbl_coldplug(ctx);
+			continue;
+		}
+		if (n < 0)
+			return;
+		if (from.nl_pid != 0 || (msg.msg_flags & MSG_TRUNC))
+			continue;
+		r = nmbl_handle_uevent(ctx, buf, (size_t)n);
+		if (r < 0 && r != -EBADMSG)
+			say("device event: %s", strerror(-r));
+	}
+}
+
+static void link_present_disks(struct nmbl_ctx *ctx)
+{
+	DIR *d = opendir("/sys/class/block");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			(void)nmbl_link_block_device(ctx, de->d_name);
+	closedir(d);
+}
+
+/* The partition systemd-stub says the firmware started nmbl from, as its
+ * /dev/disk/by-partuuid link; NULL when the firmware did not say. */
+static char *esp_link(struct nmbl_ctx *ctx)
+{
+	_cleanup_free_ char *raw = NULL, *uuid = NULL;
+	char *link = NULL;
+	size_t len;
+
+	if (nmbl_efivar_read(ctx, NMBL_LOADER_GUID, "LoaderDevicePartUUID", 256, &raw, &len) < 0 ||
+	    nmbl_utf16_to_utf8(raw, len, &uuid) < 0)
+		return NULL;
+	/* The stub writes it in capitals, udev's links are in lower case. */
+	for (char *p = uuid; *p; p++)
+		if (*p >= 'A' && *p <= 'F')
+			*p = (char)(*p - 'A' + 'a');
+	if (asprintf(&link, "/dev/disk/by-partuuid/%s", uuid) < 0)
+		return NULL;
+	return link;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Until the ESP is there, taking the uevents as they come; the menu
+ * reads grub.cfg from it.  Other disks may come later, as on firmware. */
+static void wait_for_esp(struct nmbl_ctx *ctx, int fd)
+{
+	_cleanup_free_ char *link = esp_link(ctx);
+	long long deadline = now_ms() + ESP_WAIT_SECONDS * 1000LL;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (!link)
+		return;
+	while (access(link, F_OK) < 0) {
+		long long left = deadline - now_ms();
+
+		if (left <= 0) {
+			say("the partition nmbl was started from (%s) did not appear", link);
+			return;
+		}
+		if (poll(&p, 1, (int)left) > 0)
+			drain_uevents(ctx, fd);
+	}
+}
+
+/* Follow the uevents in a child for as long as the menu runs. */
+static pid_t follow_uevents(struct nmbl_ctx *ctx, int fd)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, -1) > 0)
+			drain_uevents(ctx, fd);
+	}
+}
+
+static void mount_firmware_fs(struct nmbl_ctx *ctx)
+{
+	struct stat st;
+
+	/* The menu needs the firmware's variables (grubenv is not enough for
+	 * fwsetup and the Secure Boot state), libnmbl the lockdown state. */
+	if (stat("/sys/firmware/efi", &st) == 0) {
+		(void)nmbl_load_module(ctx, "fs-efivarfs");
+		if (mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs",
+			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
+			say("cannot mount efivarfs: %m");
+	}
+	if (mount("securityfs", "/sys/kernel/security", "securityfs",
+		  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
+		say("cannot mount securityfs: %m");
+}
+
+/* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
+ * adopts orphans).  Its exit status, 128 + signal, or -errno. */
+static int run(char *const argv[], int out_fd)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (out_fd >= 0)
+			(void)dup2(out_fd, STDOUT_FILENO);
+		(void)signal(SIGCHLD, SIG_DFL);
+		execv(argv[0], argv);
+		fprintf(stderr, "nmbl-init: cannot run %s: %m\n", argv[0]);
+		_exit(127);
+	}
+	for (;;) {
+		pid_t w = wait(&status);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == pid)
+			break;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* What nmbl status says, each line as "nmbl: LINE". */
+static void print_status(void)
+{
+	char *argv[] = { "/usr/bin/nmbl", "status", NULL };
+	char line[512];
+	int fds[2];
+	FILE *f;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return;
+	f = fdopen(fds[0], "re");
+	if (!f) {
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	/* The pipe holds far more than the status's few lines. */
+	(void)run(argv, fds[1]);
+	close(fds[1]);
+	while (fgets(line, sizeof(line), f))
+		printf("nmbl: %s", line);
+	fflush(stdout);
+	fclose(f);
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static void run_pre_menu(void)
+{
+	struct dirent **list;
+	int n = scandir(PRE_MENU_DIR, &list, NULL, by_name);
+
+	for (int i = 0; i < n; i++) {
+		char path[512];
+		char *argv[] = { path, NULL };
+		int r;
+
+		snprintf(path, sizeof(path), PRE_MENU_DIR "/%s", list[i]->d_name);
+		if (list[i]->d_name[0] != '.' && access(path, X_OK) == 0) {
+			r = run(argv, -1);
+			if (r != 0)
+				say("%s failed (%d)", path, r);
+		}
+		free(list[i]);
+	}
+	if (n >= 0)
+		free(list);
+}
+
+/* grub-emu reaches the disks through a device map, the way GRUB's EFI image
+ * reaches them through the firmware: every disk Linux sees is (hdN), in
+ * the kernel's order. */
+static int write_device_map(void)
+{
+	static const char *const skip[] = { "loop", "ram", "zram", "sr", "fd", "nbd", "dm-",
+					    "md" };
+	struct dirent **list;
+	FILE *f;
+	int n, hd = 0;
+
+	(void)mkdir(RUN_DIR, 0755);
+	f = fopen(DEVICE_MAP, "we");
+	if (!f)
+		return -errno;
+	n = scandir("/sys/block", &list, NULL, versionsort);
+	for (int i = 0; i < n; i++) {
+		const char *name = list[i]->d_name;
+		char dev[sizeof("/dev/") + sizeof(list[i]->d_name)];
+		bool ok = name[0] != '.' && nmbl_valid_block_name(name);
+		struct stat st;
+
+		for (size_t s = 0; ok && s < sizeof(skip) / sizeof(skip[0]); s++)
+			ok = strncmp(name, skip[s], strlen(skip[s])) != 0;
+		snprintf(dev, sizeof(dev), "/dev/%s", name);
+		if (ok && stat(dev, &st) == 0 && S_ISBLK(st.st_mode))
+			fprintf(f, "(hd%d) %s\n", hd++, dev);
+		free(list[i]);
+	}
+	if (n >= 0)
+		free(list);
+	return fclose(f) < 0 ? -errno : 0;
+}
+
+static int run_menu(void)
+{
+	char *argv[] = { CONSOLE, MENU, "--kexec", "--device-map=" DEVICE_MAP, "--root=host",
+			 "--directory=" MENU_CONFIG_DIR, NULL };
+	int r = write_device_map();
+
+	if (r < 0)
+		say("cannot write %s: %s", DEVICE_MAP, strerror(-r));
+	return run(argv, -1);
+}
+
+static void emergency_shell(const char *why)
+{
+	char *argv[] = { SHELL, NULL };
+
+	say("%s", why);
+	if (access(SHELL, X_OK) < 0) {
+		say("no shell in this initramfs; the menu comes back");
+		return;
+	}
+	say("a shell on the console; leave it to get the menu back");
+	(void)run(argv, -1);
+}
+
+/* Unlink everything on the initramfs (rootfs cannot be unmounted, so its
+ * memory is freed this way), not crossing into other file systems. */
+static void remove_tree(int dfd, dev_t rootdev)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		bool dir;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != rootdev)
+			continue;
+		dir = S_ISDIR(st.st_mode);
+		if (dir) {
+			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0)
+				remove_tree(sub, rootdev);
+		}
+		(void)unlinkat(dfd, de->d_name, dir ? AT_REMOVEDIR : 0);
+	}
+	closedir(d);
+}
+
+/* The entry's init=: /proc/cmdline is the entry's own now (libnmbl bound
+ * it there). */
+static char *target_init(struct nmbl_ctx *ctx)
+{
+	char *buf = NULL, *value = NULL;
+	struct nmbl_cmdline *c = NULL;
+	const struct nmbl_param *p;
+	size_t len;
+
+	if (nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &buf, &len) == 0 &&
+	    nmbl_cmdline_parse(buf, len, &c) == 0 && (p = nmbl_cmdline_find(c, "init")))
+		value = nmbl_param_value(p);
+	nmbl_cmdline_free(c);
+	free(buf);
+	return value && *value ? value : (free(value), strdup("/sbin/init"));
+}
+
+/* Returns only on failure. */
+static void switch_root(struct nmbl_ctx *ctx)
+{
+	static const char *const moves[] = { "/dev", "/proc", "/sys", "/run" };
+	_cleanup_free_ char *init = target_init(ctx);
+	struct stat root;
+	int fd;
+
+	if (!init || stat("/", &root) < 0)
+		return;
+	/* Nothing of nmbl goes along into the target's /run. */
+	fd = open(RUN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		struct stat run;
+
+		if (fstat(fd, &run) == 0) {
+			remove_tree(fd, run.st_dev);
+			(void)rmdir(RUN_DIR);
+		} else {
+			close(fd);
+		}
+	}
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
+		char to[64];
+
+		snprintf(to, sizeof(to), NMBL_SYSROOT "%s", moves[i]);
+		if (mount(moves[i], to, NULL, MS_MOVE, NULL) < 0) {
+			say("cannot move %s to %s: %m", moves[i], to);
+			(void)umount2(moves[i], MNT_DETACH);
+		}
+	}
+	if (chdir(NMBL_SYSROOT) < 0)
+		return;
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		remove_tree(fd, root.st_dev);
+	if (mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+		say("cannot switch root to " NMBL_SYSROOT ": %m");
+		return;
+	}
+	execl(init, init, (char *)NULL);
+	say("cannot start %s: %m", init);
+}
+
+int main(int argc, char **argv)
+{
+	struct nmbl_ctx *ctx = NULL;
+	pid_t follower;
+	int fd, r;
+
+	(void)argc;
+	(void)argv;
+	if (getpid() != 1) {
+		fputs("nmbl-init: only the initramfs's process 1 runs this\n", stderr);
+		return 2;
+	}
+	mount_api();
+	open_console();
+	r = nmbl_new("/", &ctx);
+	if (r < 0) {
+		say("cannot start: %s", strerror(-r));
+		for (;;)
+			pause();
+	}
+
+	fd = open_uevents();
+	if (fd < 0)
+		say("no device events (%s): devices added later get no driver", strerror(-fd));
+	link_present_disks(ctx);
+	r = nmbl_coldplug(ctx);
+	if (r < 0)
+		say("loading the modules of the devices present: %s", strerror(-r));
+	mount_firmware_fs(ctx);
+	if (fd >= 0) {
+		wait_for_esp(ctx, fd);
+		/* What came while the ESP's disk was found: keyboards, more disks. */
+		drain_uevents(ctx, fd);
+	}
+	follower = fd >= 0 ? follow_uevents(ctx, fd) : -1;
+
+	print_status();
+	run_pre_menu();
+	for (;;) {
+		r = run_menu();
+		if (r == MENU_SWITCH_ROOT) {
+			if (follower > 0) {
+				kill(follower, SIGKILL);
+				(void)waitpid(follower, NULL, 0);
+			}
+			switch_root(ctx);
+			emergency_shell("switching root failed");
+			(void)reboot(RB_AUTOBOOT);
+		} else if (r == 0) {
+			say("the boot menu ended; rebooting");
+			sync();
+			(void)reboot(RB_AUTOBOOT);
+		} else {
+			emergency_shell("the boot menu failed");
+		}
+	}
+}
