@@ -115,10 +115,23 @@ static int open_uevents(void)
 	return fd;
 }
 
+static void link_present_disks(struct nmbl_ctx *ctx)
+{
+	DIR *d = opendir("/sys/class/block");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			(void)nmbl_link_block_device(ctx, de->d_name);
+	closedir(d);
+}
+
 /*
  * Act on every uevent queued on FD.  Only the kernel's are taken: a process
  * may send to the group too.  After an overflow, what was lost is found
- * again by a new coldplug.
+ * again: modules by a new coldplug, links from the disks now present.
  */
 static void drain_uevents(struct nmbl_ctx *ctx, int fd)
 {
@@ -136,6 +149,7 @@ static void drain_uevents(struct nmbl_ctx *ctx, int fd)
 
 		if (n < 0 && errno == ENOBUFS) {
 			(void)nmbl_coldplug(ctx);
+			link_present_disks(ctx);
 			continue;
 		}
 		if (n < 0)
@@ -146,19 +160,6 @@ static void drain_uevents(struct nmbl_ctx *ctx, int fd)
 		if (r < 0 && r != -EBADMSG)
 			say("device event: %s", strerror(-r));
 	}
-}
-
-static void link_present_disks(struct nmbl_ctx *ctx)
-{
-	DIR *d = opendir("/sys/class/block");
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			(void)nmbl_link_block_device(ctx, de->d_name);
-	closedir(d);
 }
 
 /* The partition systemd-stub says the firmware started nmbl from, as its
