@@ -125,29 +125,6 @@ static int compare_kernel_params(const struct nmbl_cmdline *running,
 	}
 }
 
-/*
- * udev's spelling of a tag in /dev/disk/by-*: a byte outside the safe set
- * becomes \xNN ("my disk" is "my\x20disk").  Multi-byte UTF-8 stays.
- */
-static char *udev_encode(const char *s)
-{
-	char *out = malloc(strlen(s) * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-		    (c >= 'A' && c <= 'Z') || strchr("#+-.:=@_", c))
-			*o++ = (char)c;
-		else
-			o += sprintf(o, "\\x%02x", c);
-	}
-	*o = '\0';
-	return out;
-}
-
 /* /dev/disk/by-* path of a root= value; NULL *RET for a form nmbl does not
  * mount itself. */
 static int root_link(const char *spec, bool lower, char **ret)
@@ -169,13 +146,11 @@ static int root_link(const char *spec, bool lower, char **ret)
 	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
 		if (!has_prefix(spec, tags[i].prefix))
 			continue;
-		enc = udev_encode(spec + strlen(tags[i].prefix));
+		enc = nmbl_udev_encode(spec + strlen(tags[i].prefix));
 		if (!enc)
-			return -ENOMEM;
+			return -ENXIO;
 		if (lower)
-			for (char *p = enc; *p; p++)
-				if (*p >= 'A' && *p <= 'F')
-					*p = (char)(*p - 'A' + 'a');
+			nmbl_hex_lower(enc);
 		return asprintf(ret, "/dev/disk/%s/%s", tags[i].dir, enc) < 0 ? -ENOMEM : 0;
 	}
 	*ret = NULL;

@@ -174,9 +174,7 @@ static char *esp_link(struct nmbl_ctx *ctx)
 	    nmbl_utf16_to_utf8(raw, len, &uuid) < 0)
 		return NULL;
 	/* The stub writes it in capitals, udev's links are in lower case. */
-	for (char *p = uuid; *p; p++)
-		if (*p >= 'A' && *p <= 'F')
-			*p = (char)(*p - 'A' + 'a');
+	nmbl_hex_lower(uuid);
 	if (asprintf(&link, "/dev/disk/by-partuuid/%s", uuid) < 0)
 		return NULL;
 	return link;
@@ -234,7 +232,7 @@ static void mount_firmware_fs(struct nmbl_ctx *ctx)
 	/* The menu needs the firmware's variables (grubenv is not enough for
 	 * fwsetup and the Secure Boot state), libnmbl the lockdown state. */
 	if (stat("/sys/firmware/efi", &st) == 0) {
-		(void)nmbl_load_module(ctx, "fs-efivarfs");
+		(void)nmbl_load_fs_module(ctx, "efivarfs");
 		if (mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs",
 			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
 			say("cannot mount efivarfs: %m");

@@ -209,6 +209,18 @@ struct nmbl_uevent {
  * an ACTION. */
 int nmbl_uevent_parse(const char *msg, size_t len, struct nmbl_uevent *ret);
 
+/* VALUE as udev spells it in a /dev/disk/by-* name ("my disk" is
+ * "my\x20disk"), malloc'ed; NULL when out of memory or not spellable. */
+char *nmbl_udev_encode(const char *value);
+
+/* A..F to a..f in place: a GUID as udev's links spell it. */
+static inline void nmbl_hex_lower(char *s)
+{
+	for (; *s; s++)
+		if (*s >= 'A' && *s <= 'F')
+			*s = (char)(*s - 'A' + 'a');
+}
+
 /* Drop the context's libkmod context (opened on first use). */
 void nmbl_modules_release(struct nmbl_ctx *ctx);
 

@@ -50,18 +50,27 @@ static void blkid_free_probep(blkid_probe *pr)
 		blkid_free_probe(*pr);
 }
 
+char *nmbl_udev_encode(const char *value)
+{
+	size_t size = strlen(value) * 4 + 1;
+	char *enc = malloc(size);
+
+	/* "/" comes out as \x2f; "." and ".." would name directories. */
+	if (enc && (blkid_encode_string(value, enc, size) < 0 || !*enc ||
+		    strcmp(enc, ".") == 0 || strcmp(enc, "..") == 0)) {
+		free(enc);
+		return NULL;
+	}
+	return enc;
+}
+
 static int make_link(const struct nmbl_ctx *ctx, const char *dir, const char *value,
 		     const char *name)
 {
 	_cleanup_free_ char *enc = NULL, *disk = NULL, *sub = NULL, *link = NULL, *target = NULL;
-	size_t size = strlen(value) * 4 + 1;
 
-	enc = malloc(size);
+	enc = nmbl_udev_encode(value);
 	if (!enc)
-		return -ENOMEM;
-	/* "/" comes out as \x2f; "." and ".." would name directories. */
-	if (blkid_encode_string(value, enc, size) < 0 || !*enc || strcmp(enc, ".") == 0 ||
-	    strcmp(enc, "..") == 0)
 		return -EINVAL;
 	disk = nmbl_path(ctx, "/dev/disk");
 	if (!disk || asprintf(&sub, "%s/%s", disk, dir) < 0 ||

@@ -8,16 +8,13 @@ Whether a second kernel started is told by the kernel itself: its boot id
 booted by kexec starts a new one, without nmbl's lines)."""
 
 import functools
-import json
 import os
 import re
-import socket
 import tempfile
-import time
 
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,
                      TARGET_UP, VM, build_path, kver, make_disk, words)
-from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
+from vm import KEY_DOWN, KEY_ENTER, KEY_HOME, Qmp
 
 # nmbl's own kernel parameters (the UKI's command line, Makefile
 # NMBL_CMDLINE): an entry that keeps them may switch root.
@@ -213,47 +210,6 @@ def test_nmbl_boot_kexec_always_kexecs():
     assert up.group(2) == bls_cmdline(0)
 
 
-class Qmp:
-    """QEMU's machine protocol on a Unix socket: keys typed on the VM's own
-    keyboards, not on the serial line."""
-
-    def __init__(self, path, timeout=BOOT_TIMEOUT):
-        deadline = time.monotonic() + timeout
-        self.sock = socket.socket(socket.AF_UNIX)
-        while True:
-            try:
-                self.sock.connect(path)
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)  # QEMU has not made the socket yet
-        self.file = self.sock.makefile("rw")
-        self._reply()
-        self.execute("qmp_capabilities")
-
-    def _reply(self):
-        while True:
-            msg = json.loads(self.file.readline())
-            if "event" not in msg:
-                return msg
-
-    def execute(self, command, **arguments):
-        self.file.write(json.dumps({"execute": command, "arguments": arguments}) + "\n")
-        self.file.flush()
-        reply = self._reply()
-        if "error" in reply:
-            raise AssertionError(f"QMP {command}: {reply['error']}")
-        return reply["return"]
-
-    def keys(self, *names):
-        for name in names:
-            self.execute("send-key", keys=[{"type": "qcode", "data": name}])
-
-    def close(self):
-        self.sock.close()
-
-
 def test_usb_keyboard_drives_the_menu():
     """A PC whose only keyboard is on USB: its host controller's driver is
     loaded with the disks', the keyboard's own (usbhid) once the USB bus has
@@ -265,7 +221,7 @@ def test_usb_keyboard_drives_the_menu():
                 "-qmp", f"unix:{sock},server=on,wait=off"]
         with VM(disk(), snapshot=True, qemu_args=args,
                 log_file=build_path("test", "direct-usb-keyboard.log")) as vm:
-            qmp = Qmp(sock)
+            qmp = Qmp(sock, timeout=BOOT_TIMEOUT)
             try:
                 nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
                 vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)

@@ -16,10 +16,12 @@ See README.md next to this file.
 import argparse
 import atexit
 import codecs
+import json
 import os
 import re
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -410,6 +412,47 @@ class VM:
 
 
 # --- command line -----------------------------------------------------------
+
+class Qmp:
+    """QEMU's machine protocol on a Unix socket: keys typed on the VM's own
+    keyboards, not on the serial line."""
+
+    def __init__(self, path, timeout=DEFAULT_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        self.sock = socket.socket(socket.AF_UNIX)
+        while True:
+            try:
+                self.sock.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # QEMU has not made the socket yet
+        self.file = self.sock.makefile("rw")
+        self._reply()
+        self.execute("qmp_capabilities")
+
+    def _reply(self):
+        while True:
+            msg = json.loads(self.file.readline())
+            if "event" not in msg:
+                return msg
+
+    def execute(self, command, **arguments):
+        self.file.write(json.dumps({"execute": command, "arguments": arguments}) + "\n")
+        self.file.flush()
+        reply = self._reply()
+        if "error" in reply:
+            raise AssertionError(f"QMP {command}: {reply['error']}")
+        return reply["return"]
+
+    def keys(self, *names):
+        for name in names:
+            self.execute("send-key", keys=[{"type": "qcode", "data": name}])
+
+    def close(self):
+        self.sock.close()
+
 
 def _expect_arg(value):
     try:
