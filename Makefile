@@ -206,6 +206,11 @@ $(BUILD)/keys/test.crt:
 
 # The UKI's own command line: the last console= is where the menu shows.
 NMBL_CMDLINE ?= console=tty0 console=ttyS0,115200 quiet
+# NMBL_SHELL=1 makes a debug build: a shell in the image, and nmbl.shell on
+# its signed command line, so that a failed menu offers it.  Never for a
+# machine with Secure Boot: the default build has no shell at all.
+NMBL_SHELL ?=
+NMBL_DEBUG_CMDLINE = $(if $(filter 1,$(NMBL_SHELL)), nmbl.shell)
 # How nmbl boots an entry of its own kernel: "direct" switches root when the
 # entry allows it (see nmbl(8)), "kexec" always starts the kernel again.
 NMBL_BOOT ?= direct
@@ -219,7 +224,7 @@ NMBL_MODULE = dracut/modules.d/97nmbl
 NMBL_COMPRESS ?= lz4
 
 # dracut for nmbl's kernel with nmbl's module (and the module dirs given).
-NMBL_DRACUT = NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
+NMBL_DRACUT = NMBL_SHELL=$(NMBL_SHELL) NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
 	NMBL_CONSOLE=$(abspath $(BUILD)/nmbl-console) NMBL_INIT=$(abspath $(BUILD)/nmbl-init) \
 	dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
 NMBL_DRACUT_DEPS = $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut $(BUILD)/grub-emu \
@@ -235,7 +240,7 @@ $(BUILD)/nmbl-initrd.img: $(NMBL_DRACUT_DEPS)
 	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "nmbl" --compress $(NMBL_COMPRESS)
 
 $(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
-	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT))
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT)$(NMBL_DEBUG_CMDLINE))
 
 uki: $(BUILD)/nmbl.efi
 

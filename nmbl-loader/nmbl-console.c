@@ -9,7 +9,15 @@
  * console, and a key typed on any of them reaches it.  With a single
  * console, COMMAND simply runs on it.
  *
- * Exit status: COMMAND's, or 1 when it could not be started.
+ * Keys are only keys: no key typed on a console may signal or stop the
+ * menu.  The terminal's signal characters are switched off (Ctrl-C,
+ * Ctrl-\, Ctrl-Z reach the menu as bytes), the signals a terminal sends
+ * are ignored by COMMAND too (ignored signals stay ignored across exec),
+ * and COMMAND dies with nmbl-console rather than be left on a terminal
+ * nobody reads.  A console that hangs up is dropped; the others go on.
+ *
+ * Exit status: COMMAND's, 128 + the signal that ended it, or 1 when it
+ * could not be started.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -91,8 +100,29 @@ static void write_all(int fd, const char *buf, size_t len)
 	}
 }
 
+/* What a terminal can send, and a write to a console that hung up. */
+static void ignore_terminal_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGPIPE };
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		(void)signal(sigs[i], SIG_IGN);
+}
+
+/* No character typed on FD makes the kernel send a signal. */
+static void no_signal_keys(int fd)
+{
+	struct termios t;
+
+	if (tcgetattr(fd, &t) == 0) {
+		t.c_lflag &= ~(tcflag_t)ISIG;
+		(void)tcsetattr(fd, TCSANOW, &t);
+	}
+}
+
 static int run_direct(char **argv)
 {
+	no_signal_keys(STDIN_FILENO);
 	execvp(argv[0], argv);
 	fprintf(stderr, "nmbl-console: cannot run %s: %s\n", argv[0], strerror(errno));
 	return EXIT_FAILURE;
@@ -112,6 +142,7 @@ int main(int argc, char **argv)
 			"Run COMMAND on every active console at once.\n");
 		return argc < 2 ? 2 : 0;
 	}
+	ignore_terminal_signals();
 	open_consoles();
 	if (n_consoles < 2)
 		return run_direct(argv + 1);
@@ -136,11 +167,15 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		int slave;
 
+		/* Killed or crashed, nmbl-console takes the menu along. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+			_exit(EXIT_FAILURE);
 		setsid();
 		slave = open(ptsname(master), O_RDWR);
 		if (slave < 0)
 			_exit(EXIT_FAILURE);
 		ioctl(slave, TIOCSCTTY, 0);
+		no_signal_keys(slave);
 		dup2(slave, 0);
 		dup2(slave, 1);
 		dup2(slave, 2);
@@ -181,16 +216,25 @@ int main(int argc, char **argv)
 				write_all(consoles[i].fd, buf, (size_t)n);
 		}
 		for (size_t i = 0; i < n_consoles; i++) {
-			if (!(fds[i + 1].revents & POLLIN))
+			short ev = fds[i + 1].revents;
+
+			if (!ev)
 				continue;
-			n = read(consoles[i].fd, buf, sizeof(buf));
-			if (n > 0)
+			n = (ev & POLLIN) ? read(consoles[i].fd, buf, sizeof(buf)) : 0;
+			if (n > 0) {
 				write_all(master, buf, (size_t)n);
+				continue;
+			}
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			/* Hung up or gone: poll would report it again at once,
+			 * for ever.  The menu goes on on the other consoles. */
+			fds[i + 1].fd = -1;
 		}
 	}
 	restore_consoles();
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return EXIT_FAILURE;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_FAILURE;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -11,9 +11,16 @@
  *
  * The menu's exit status says what comes next: 100, libnmbl mounted the
  * chosen entry's root on /sysroot (a direct boot), so switch root to it
- * and start its init; 0, the user asked for a reboot; anything else is a
- * failure of nmbl itself: say so, offer a shell when there is one, then
- * show the menu again.  A kexec never comes back here.
+ * and start its init; 0, the user asked for a reboot; anything else (an
+ * exit status, a signal, a crash, the OOM killer) is a failure of nmbl
+ * itself: say so and show the menu again.  A kexec never comes back here.
+ *
+ * Under Secure Boot this image is the boot loader the firmware trusts, so
+ * nothing a console user types may give more than GRUB would: no shell,
+ * whatever happens to the menu.  A shell exists only when nmbl's own
+ * (signed) command line has nmbl.shell, which only a debug build sets,
+ * and the image carries one.  The console's SysRq keys may sync, remount
+ * read-only, reboot and set the log level, never signal a process.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -39,6 +46,15 @@
 #define RUN_DIR "/run/nmbl"
 #define DEVICE_MAP RUN_DIR "/device.map"
 #define SHELL "/bin/sh"
+/* SysRq's log level (2), sync (16), remount read-only (32) and reboot
+ * (128): not keyboard control (4: SAK kills the console's processes),
+ * dumps (8), signals to processes (64) or renicing (256). */
+#define SYSRQ_MASK "178"
+/* A menu that fails this soon, this often in a row, waits before it is
+ * started again, rather than keep a CPU busy. */
+#define MENU_FAST_FAIL_MS 2000
+#define MENU_FAST_FAILS 5
+#define MENU_RETRY_WAIT_S 5
 /* The menu's status for "root mounted on /sysroot, switch to it". */
 #define MENU_SWITCH_ROOT 100
 /* How long the disk the firmware started nmbl from may take to appear:
@@ -242,6 +258,63 @@ static void mount_firmware_fs(struct nmbl_ctx *ctx)
 		say("cannot mount securityfs: %m");
 }
 
+static void restrict_sysrq(void)
+{
+	int fd = open("/proc/sys/kernel/sysrq", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, SYSRQ_MASK, strlen(SYSRQ_MASK)) < 0)
+		say("cannot restrict the SysRq keys: %m");
+	if (fd >= 0)
+		close(fd);
+}
+
+/* nmbl.shell on nmbl's own command line: a debug build's. */
+static bool shell_allowed(struct nmbl_ctx *ctx)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct nmbl_cmdline *c = NULL;
+	size_t len;
+	bool yes = false;
+
+	if (nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &buf, &len) == 0 &&
+	    nmbl_cmdline_parse(buf, len, &c) == 0) {
+		const struct nmbl_param *p = nmbl_cmdline_find(c, "nmbl.shell");
+
+		yes = p && (strcmp(p->word, "nmbl.shell") == 0 ||
+			    strcmp(p->word, "nmbl.shell=1") == 0);
+	}
+	nmbl_cmdline_free(c);
+	return yes;
+}
+
+/* Whatever a failed menu left running (a process it started, an orphan
+ * of a crash) goes before the menu starts again; KEEP stays. */
+static void kill_others(struct nmbl_ctx *ctx, pid_t keep)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[64], stat[1024], *end;
+		long pid = strtol(de->d_name, &end, 10), ppid = 0;
+		const char *after_comm;
+
+		if (*end || pid <= 2 || pid == keep)
+			continue;
+		/* Not kernel threads: kthreadd (2) is their parent. */
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		if (nmbl_read_small(ctx, path, stat, sizeof(stat)) < 0)
+			continue;
+		after_comm = strrchr(stat, ')');
+		if (!after_comm || sscanf(after_comm, ") %*c %ld", &ppid) != 1 || ppid == 2)
+			continue;
+		(void)kill((pid_t)pid, SIGKILL);
+	}
+	closedir(d);
+}
+
 /* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
  * adopts orphans).  Its exit status, 128 + signal, or -errno. */
 static int run(char *const argv[], int out_fd)
@@ -369,16 +442,14 @@ static int run_menu(void)
 	return run(argv, -1);
 }
 
-static void emergency_shell(const char *why)
+/* Only a debug build's signed command line has a shell offered. */
+static void debug_shell(struct nmbl_ctx *ctx)
 {
 	char *argv[] = { SHELL, NULL };
 
-	say("%s", why);
-	if (access(SHELL, X_OK) < 0) {
-		say("no shell in this initramfs; the menu comes back");
+	if (!shell_allowed(ctx) || access(SHELL, X_OK) < 0)
 		return;
-	}
-	say("a shell on the console; leave it to get the menu back");
+	say("nmbl.shell: a shell on the console; leave it to get the menu back");
 	(void)run(argv, -1);
 }
 
@@ -488,6 +559,7 @@ int main(int argc, char **argv)
 	}
 	mount_api();
 	open_console();
+	restrict_sysrq();
 	r = nmbl_new("/", &ctx);
 	if (r < 0) {
 		say("cannot start: %s", strerror(-r));
@@ -512,7 +584,9 @@ int main(int argc, char **argv)
 
 	print_status();
 	run_pre_menu();
-	for (;;) {
+	for (int fast_fails = 0;;) {
+		long long started = now_ms();
+
 		r = run_menu();
 		if (r == MENU_SWITCH_ROOT) {
 			if (follower > 0) {
@@ -520,14 +594,34 @@ int main(int argc, char **argv)
 				(void)waitpid(follower, NULL, 0);
 			}
 			switch_root(ctx);
-			emergency_shell("switching root failed");
+			say("switching root failed; rebooting");
+			debug_shell(ctx);
+			sync();
 			(void)reboot(RB_AUTOBOOT);
 		} else if (r == 0) {
 			say("the boot menu ended; rebooting");
 			sync();
 			(void)reboot(RB_AUTOBOOT);
-		} else {
-			emergency_shell("the boot menu failed");
+		}
+		if (r > 128 && r < 128 + NSIG)
+			say("the boot menu was ended by signal %d (%s); it comes back",
+			    r - 128, strsignal(r - 128));
+		else
+			say("the boot menu failed (%s %d); it comes back",
+			    r < 0 ? "error" : "status", r);
+		kill_others(ctx, follower);
+		/* The follower may have been killed too (by the OOM killer, say):
+		 * devices added from now on still get their drivers. */
+		if (follower > 0 && (waitpid(follower, NULL, WNOHANG) == follower ||
+				     (kill(follower, 0) < 0 && errno == ESRCH)))
+			follower = fd >= 0 ? follow_uevents(ctx, fd) : -1;
+		debug_shell(ctx);
+		fast_fails = now_ms() - started < MENU_FAST_FAIL_MS ? fast_fails + 1 : 0;
+		if (fast_fails >= MENU_FAST_FAILS) {
+			say("the boot menu keeps failing; trying again in %d seconds",
+			    MENU_RETRY_WAIT_S);
+			sleep(MENU_RETRY_WAIT_S);
+			fast_fails = 0;
 		}
 	}
 }

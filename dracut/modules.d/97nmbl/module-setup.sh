@@ -46,8 +46,12 @@ install() {
     inst_binary "$console" /usr/libexec/nmbl/nmbl-console
     inst_simple "$moddir/grub.cfg" /usr/share/nmbl/grub/grub.cfg
     inst_dir /usr/lib/nmbl/pre-menu.d
-    # For the shell nmbl-init offers when the menu fails.
-    inst_multiple -o sh ls cat mount umount dmesg
+    # A shell only in a debug build (NMBL_SHELL=1, which also puts
+    # nmbl.shell on the UKI's signed command line): under Secure Boot a
+    # root shell here is more than GRUB ever gives a console user.
+    if [ "${NMBL_SHELL:-}" = 1 ]; then
+        inst_multiple -o sh ls cat mount umount dmesg
+    fi
     # The mount points of the moved file systems and the entry's root.
     inst_dir /sysroot
 }
