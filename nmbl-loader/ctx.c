@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "nmbl-private.h"
 
@@ -124,6 +127,58 @@ ssize_t nmbl_read_full(int fd, void *buf, size_t size)
 		len += (size_t)n;
 	}
 	return (ssize_t)len;
+}
+
+/*
+ * Open PATH to read as a regular file, or -EISDIR, -EINVAL (not a regular
+ * file: a FIFO does not block the open).  A path inside one of nmbl's
+ * mounts ("<root>/run/nmbl/mnt/PART/...", what GRUB's file names become)
+ * is resolved inside that file system, as GRUB resolves it with its own
+ * drivers: ".." stops at its root, a symbolic link (absolute too) stays
+ * inside it, and neither /proc's magic links nor another mount are
+ * followed.  The disk is untrusted; the initramfs is not its to reach.
+ */
+int nmbl_open_regular(const struct nmbl_ctx *ctx, const char *path)
+{
+	_cleanup_free_ char *mounts = nmbl_path(ctx, NMBL_MOUNT_DIR "/");
+	_cleanup_close_ int fd = -1;
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	struct stat st;
+
+	if (!mounts)
+		return -ENOMEM;
+	if (strncmp(path, mounts, strlen(mounts)) == 0) {
+		const char *part = path + strlen(mounts);
+		size_t n = strcspn(part, "/");
+		struct open_how how = {
+			.flags = (uint64_t)flags,
+			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+		};
+		_cleanup_free_ char *top = strndup(path, (size_t)(part - path) + n);
+		_cleanup_close_ int dfd = -1;
+
+		if (!top)
+			return -ENOMEM;
+		if (part[n] != '/' || !nmbl_valid_block_name(top + (part - path)))
+			return -EINVAL;
+		dfd = open(top, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			return -errno;
+		fd = (int)syscall(SYS_openat2, dfd, part + n + 1, &how, sizeof(how));
+	} else {
+		fd = open(path, flags);
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if (fcntl(fd, F_SETFL, 0) < 0)
+		return -errno;
+	return TAKE_FD(fd);
 }
 
 int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,

@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 
 #include "nmbl-private.h"
 
@@ -619,6 +620,42 @@ static int bind_cmdline(const struct nmbl_ctx *ctx, const char *cmdline)
 	return r;
 }
 
+/*
+ * 1 when block device DEV (a "/dev/NAME" path under the context's root) is
+ * mounted anywhere.  A new mount of it would share that mount's superblock
+ * and with it its options: nmbl's own read-only, no-journal-replay mount
+ * must never become the target's root.  Matched by device number, and by
+ * source for btrfs, whose mounts show an anonymous device number.
+ */
+static int device_mounted(const struct nmbl_ctx *ctx, const char *dev)
+{
+	_cleanup_free_ char *info = NULL;
+	char *line, *save = NULL, devno[32];
+	const char *name = dev + strlen(ctx->root);
+	struct stat st;
+	size_t len;
+	int r;
+
+	if (stat(dev, &st) < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode))
+		return 0;
+	r = nmbl_read_file(ctx, "/proc/self/mountinfo", NMBL_MOUNTINFO_MAX, &info, &len);
+	if (r < 0)
+		return r;
+	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev), minor(st.st_rdev));
+	for (line = strtok_r(info, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char id[32], source[256];
+		const char *sep = strstr(line, " - ");
+
+		if (sscanf(line, "%*s %*s %31s", id) == 1 && strcmp(id, devno) == 0)
+			return 1;
+		if (sep && sscanf(sep, " - %*s %255s", source) == 1 && strcmp(source, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
 		      const char *sysroot)
 {
@@ -649,6 +686,13 @@ static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
 	r = resolve_root(ctx, spec, &dev, name);
 	if (r < 0)
 		return r;
+	r = device_mounted(ctx, dev);
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		nmbl_dbg(ctx, "%s is still mounted", dev);
+		return -EBUSY;
+	}
 	if (!fstype || strcmp(fstype, "auto") == 0) {
 		free(fstype);
 		fstype = NULL;
@@ -677,8 +721,9 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 
 	if (!ctx || !cmdline)
 		return -EINVAL;
-	/* Only a kernel the running kernel accepted, as it would for kexec. */
-	if (!ctx->kernel_accepted)
+	/* Only the running kernel, accepted by it as it would be for kexec:
+	 * both judged on the same bytes (nmbl_check()). */
+	if (!ctx->kernel_accepted || !ctx->accepted_is_running)
 		return -ENOENT;
 	r = both_cmdlines(ctx, cmdline, &running, &entry);
 	if (r < 0)
@@ -690,6 +735,13 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 	if (!sysroot)
 		return -ENOMEM;
 
+	/* The root is mounted as the entry says, on a superblock of its own:
+	 * none of nmbl's read-only mounts (its /boot may be the root's own
+	 * file system) may be left for it to share.  They are mounted again
+	 * if the menu comes back. */
+	r = nmbl_umount_all(ctx);
+	if (r < 0)
+		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
 	r = mount_root(ctx, entry, sysroot);
 	if (r < 0)
 		return r;

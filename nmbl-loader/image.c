@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * A kernel image or UKI on disk, mapped read-only and parsed once: what it
+ * A kernel image or UKI on disk, read once and parsed once: what it
  * is, which kernel it holds, and (for a UKI) its parts.
  */
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "nmbl-private.h"
 
-/* Bigger than any kernel or UKI; a guard against mapping a disk. */
+/* Bigger than any kernel or UKI; a guard against reading a disk. */
 #define NMBL_IMAGE_MAX (1ULL << 31)
 
 struct nmbl_image {
 	int refcount;
-	void *map;
+	void *owned; /* the file's bytes, when read from one */
 	size_t len;
 	struct nmbl_pe pe;
 	struct nmbl_pe inner; /* a UKI's .linux */
@@ -58,42 +57,62 @@ int nmbl_image_new_from_buffer(const void *buf, size_t len,
 	return 0;
 }
 
-NMBL_EXPORT int nmbl_image_new_from_file(struct nmbl_ctx *ctx, const char *path,
-					 struct nmbl_image **ret)
+/*
+ * The image in FD, read into memory whole, from its start.  Read, not
+ * mapped: a read error of the disk (a bad block, a USB stick pulled out)
+ * is then -EIO here, where a mapping would kill the process with SIGBUS.
+ * The caller may hand the same FD to kexec_file_load(2), which reads the
+ * same file from its start.
+ */
+int nmbl_image_new_from_fd(struct nmbl_ctx *ctx, int fd, struct nmbl_image **ret)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_free_ void *buf = NULL;
 	struct nmbl_image *img;
 	struct stat st;
-	void *map;
+	size_t len;
+	ssize_t n;
 	int r;
 
-	if (!ctx || !path || !ret)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
+	/* FD is nmbl_open_regular()'s: a regular file. */
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
 	if ((unsigned long long)st.st_size > NMBL_IMAGE_MAX)
 		return -EFBIG;
 	if (st.st_size == 0)
 		return -ENOEXEC;
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED)
+	len = (size_t)st.st_size;
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	if (lseek(fd, 0, SEEK_SET) < 0)
 		return -errno;
-	r = nmbl_image_new_from_buffer(map, (size_t)st.st_size, &img);
+	n = nmbl_read_full(fd, buf, len);
+	if (n < 0)
+		return (int)n;
+	/* Shorter than it said: changed under us, or cut off by the disk. */
+	if ((size_t)n != len)
+		return -EIO;
+	r = nmbl_image_new_from_buffer(buf, len, &img);
 	if (r < 0) {
-		munmap(map, (size_t)st.st_size);
-		nmbl_dbg(ctx, "%s is not a PE image", path);
+		nmbl_dbg(ctx, "not a PE image");
 		return r;
 	}
-	img->map = map;
+	img->owned = TAKE_PTR(buf);
 	*ret = img;
 	return 0;
+}
+
+NMBL_EXPORT int nmbl_image_new_from_file(struct nmbl_ctx *ctx, const char *path,
+					 struct nmbl_image **ret)
+{
+	_cleanup_close_ int fd = -1;
+
+	if (!ctx || !path || !ret)
+		return -EINVAL;
+	fd = nmbl_open_regular(ctx, path);
+	if (fd < 0)
+		return fd;
+	return nmbl_image_new_from_fd(ctx, fd, ret);
 }
 
 NMBL_EXPORT struct nmbl_image *nmbl_image_ref(struct nmbl_image *img)
@@ -107,8 +126,7 @@ NMBL_EXPORT struct nmbl_image *nmbl_image_unref(struct nmbl_image *img)
 {
 	if (!img || --img->refcount > 0)
 		return NULL;
-	if (img->map)
-		munmap(img->map, img->len);
+	free(img->owned);
 	free(img);
 	return NULL;
 }

@@ -15,27 +15,6 @@
  * cpio unpacker skips the zero padding between archives. */
 #define NMBL_INITRD_ALIGN 4
 
-static int open_regular(const char *path)
-{
-	struct stat st;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
-	return fd;
-}
-
 static int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -96,7 +75,7 @@ static int append_part(const struct nmbl_ctx *ctx, int out,
 			return -EFBIG;
 		return write_all(out, p->data, p->len);
 	}
-	fd = open_regular(p->path);
+	fd = nmbl_open_regular(ctx, p->path);
 	if (fd < 0) {
 		nmbl_dbg(ctx, "cannot open initrd '%s'", p->path);
 		return fd;
@@ -132,7 +111,7 @@ static int open_initrd(const struct nmbl_ctx *ctx, const struct part *parts,
 	int r;
 
 	if (n == 1 && parts[0].path) {
-		r = open_regular(parts[0].path);
+		r = nmbl_open_regular(ctx, parts[0].path);
 		if (r < 0)
 			return r;
 		*ret_fd = r;
@@ -203,6 +182,7 @@ static void boot_files_done(struct boot_files *f)
 static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_initrds,
 			   const char *cmdline, struct boot_files *f)
 {
+	_cleanup_close_ int fd = -1;
 	size_t max;
 	int r;
 
@@ -211,7 +191,12 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 	if (!f->parts)
 		return -ENOMEM;
 
-	r = nmbl_image_new_from_file(ctx, kernel, &f->img);
+	/* One descriptor: the bytes parsed here are the file the kernel
+	 * reads from it and checks. */
+	fd = nmbl_open_regular(ctx, kernel);
+	if (fd < 0)
+		return fd;
+	r = nmbl_image_new_from_fd(ctx, fd, &f->img);
 	if (r < 0 && r != -ENOEXEC)
 		return r;
 
@@ -242,9 +227,7 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 			f->cmdline = f->own_cmdline;
 		}
 	} else {
-		f->kernel_fd = open_regular(kernel);
-		if (f->kernel_fd < 0)
-			return f->kernel_fd;
+		f->kernel_fd = TAKE_FD(fd);
 	}
 
 	max = f->img ? nmbl_image_get_cmdline_max(f->img) : 0;
@@ -254,6 +237,15 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 		return -E2BIG;
 	}
 	return 0;
+}
+
+/* Whether the kernel the last nmbl_load() or nmbl_check() gave the kernel
+ * is the running one, judged on the very bytes the kernel was given. */
+static void note_accepted(struct nmbl_ctx *ctx, const struct boot_files *f)
+{
+	ctx->kernel_accepted = true;
+	ctx->accepted_is_running = f->img && nmbl_image_get_type(f->img) == NMBL_IMAGE_LINUX &&
+				   nmbl_image_is_running_kernel(ctx, f->img) == 1;
 }
 
 NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
@@ -267,7 +259,7 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 
 	if (!ctx || !kernel || (n_initrds && !initrds))
 		return -EINVAL;
-	ctx->kernel_accepted = false;
+	ctx->kernel_accepted = ctx->accepted_is_running = false;
 	r = boot_files_open(ctx, kernel, n_initrds, cmdline, &f);
 	if (r < 0)
 		return r;
@@ -284,7 +276,7 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 		  kernel, f.n_parts, f.cmdline);
 	r = nmbl_sys_kexec_file_load(f.kernel_fd, initrd_fd, f.cmdline, flags);
 	if (r == 0)
-		ctx->kernel_accepted = true;
+		note_accepted(ctx, &f);
 	return r;
 }
 
@@ -292,13 +284,15 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
  * The kernel's checks without the load.  kexec_file_load(2) reads the
  * kernel, checks its format, then its signature against the keys the
  * running kernel trusts for kexec (refusing it under lockdown or
- * KEXEC_SIG_FORCE), and only then looks at the command line: one that does
- * not end in NUL is -EINVAL, before anything is copied.  The load itself,
- * which for a bzImage copies the kernel into, and hashes, all the memory
- * it will decompress into (tens of MiB), is what nmbl_check() leaves out.
- * So -EINVAL here means the kernel found nothing to refuse.  An empty file
- * is -EINVAL too, before any check: what is no PE image is never asked
- * about (-ENOEXEC).  A kernel that took the line anyway is unloaded.
+ * KEXEC_SIG_FORCE), and only then copies the command line from memory.
+ * nmbl_sys_kexec_file_check() gives it a command line the kernel cannot
+ * read (-EFAULT), so the load itself, which for a bzImage copies the
+ * kernel into, and hashes, all the memory it will decompress into (tens
+ * of MiB), never happens.  -EFAULT is the only answer that comes after the
+ * signature check: any other error, -EINVAL included (an empty file, an
+ * image of another architecture), is a refusal.  What is no PE image is
+ * never asked about (-ENOEXEC).  A kernel that took the line anyway is
+ * unloaded.  The descriptor checked is the one the image was read from.
  */
 NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline)
 {
@@ -307,7 +301,7 @@ NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char 
 
 	if (!ctx || !kernel)
 		return -EINVAL;
-	ctx->kernel_accepted = false;
+	ctx->kernel_accepted = ctx->accepted_is_running = false;
 	r = boot_files_open(ctx, kernel, 0, cmdline, &f);
 	if (r < 0)
 		return r;
@@ -317,10 +311,10 @@ NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char 
 	r = nmbl_sys_kexec_file_check(f.kernel_fd);
 	if (r == 0)
 		r = nmbl_sys_kexec_file_load(-1, -1, "", KEXEC_FILE_UNLOAD);
-	else if (r == -EINVAL)
+	else if (r == -EFAULT)
 		r = 0;
 	if (r == 0)
-		ctx->kernel_accepted = true;
+		note_accepted(ctx, &f);
 	return r;
 }
 
@@ -328,7 +322,7 @@ NMBL_EXPORT int nmbl_unload(struct nmbl_ctx *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
-	ctx->kernel_accepted = false;
+	ctx->kernel_accepted = ctx->accepted_is_running = false;
 	return nmbl_sys_kexec_file_load(-1, -1, "", KEXEC_FILE_UNLOAD);
 }
 

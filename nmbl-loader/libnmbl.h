@@ -95,7 +95,10 @@ int nmbl_unload(struct nmbl_ctx *ctx);
  * the command line's length), without loading it.  For a direct boot,
  * which needs the kernel's verdict but never its copy.  0, or the error
  * nmbl_load() would return (nmbl_explain_refusal() explains it);
- * -ENOEXEC for a file that is no PE image.
+ * -ENOEXEC for a file that is no PE image.  Fails closed: only an answer
+ * the kernel gives after its signature check counts as accepted.  The
+ * file is opened once: the bytes nmbl_switch_root() finds to be the
+ * running kernel are the bytes the kernel checked.
  */
 int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline);
 
@@ -136,7 +139,10 @@ int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel, const char *cmdli
  * switch-root", returning only on failure; otherwise return 0, and the
  * initramfs's init switches root to /sysroot once the caller has exited.
  * -ENXIO: no such root device; -ENOMEDIUM: no init on it; -ENOENT: no
- * kernel was accepted first.  On failure nothing is left mounted.
+ * kernel was accepted first, or the accepted one is not the running
+ * kernel; -EBUSY: the root's device is still mounted (the new mount would
+ * share that mount's options).  Every mount nmbl made is unmounted before
+ * the root is mounted.  On failure nothing is left mounted.
  */
 int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
 /* The value of KEY on the command line CMDLINE as the kernel splits it

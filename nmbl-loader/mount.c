@@ -9,8 +9,6 @@
 
 #include "nmbl-private.h"
 
-#define NMBL_MOUNT_DIR "/run/nmbl/mnt"
-
 /* Partition names are short ("nvme0n1p15"); anything else is not ours. */
 
 bool nmbl_valid_block_name(const char *name)
@@ -79,14 +77,17 @@ int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t s
 }
 
 /* Options that keep a read-only mount from writing: a boot loader must not
- * replay a journal (the file system may belong to a hibernated system). */
-static const char *ro_options(const char *fstype)
+ * replay a journal (the file system may belong to a hibernated system).
+ * btrfs spells it rescue=nologreplay since Linux 5.9 and no longer takes
+ * the old nologreplay (6.18: "Unknown parameter"); older kernels take only
+ * the old spelling, which is the fallback. */
+static const char *ro_options(const char *fstype, bool fallback)
 {
 	if (strcmp(fstype, "ext4") == 0 || strcmp(fstype, "ext3") == 0 ||
 	    strcmp(fstype, "xfs") == 0)
 		return "norecovery";
 	if (strcmp(fstype, "btrfs") == 0)
-		return "nologreplay";
+		return fallback ? "nologreplay" : "rescue=nologreplay";
 	return NULL;
 }
 
@@ -153,7 +154,9 @@ static int mount_type(const struct nmbl_ctx *ctx, const char *dev,
 	unsigned long flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
 	int r;
 
-	r = nmbl_sys_mount(dev, target, fstype, flags, ro_options(fstype));
+	r = nmbl_sys_mount(dev, target, fstype, flags, ro_options(fstype, false));
+	if (r == -EINVAL && strcmp(fstype, "btrfs") == 0)
+		r = nmbl_sys_mount(dev, target, fstype, flags, ro_options(fstype, true));
 	if (r == 0)
 		nmbl_info(ctx, "mounted %s on %s (%s, read-only)", dev, target,
 			  fstype);

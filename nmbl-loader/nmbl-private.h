@@ -32,6 +32,8 @@ struct nmbl_ctx {
 	/* The kernel accepted the last kernel nmbl_load() or nmbl_check()
 	 * gave it, and nmbl_unload() has not been called since. */
 	bool kernel_accepted;
+	/* ... and that kernel is the running one, by the same bytes. */
+	bool accepted_is_running;
 	/* libkmod's context, its indexes loaded once for every lookup. */
 	struct kmod_ctx *kmod;
 };
@@ -55,6 +57,8 @@ void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
 #define NMBL_EFI_GLOBAL_GUID "8be4df61-93ca-11d2-aa0d-00e098032b8c"
 /* systemd's Boot Loader Interface vendor. */
 #define NMBL_LOADER_GUID "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+/* nmbl's own vendor, for the variables only nmbl reads. */
+#define NMBL_VENDOR_GUID "ae17c541-beff-44af-a46f-e16a7a0ed200"
 
 /*
  * EFI variable NAME of vendor GUID below the context's root (efivar.c):
@@ -84,6 +88,12 @@ static inline uint64_t nmbl_le64(const unsigned char *p)
 {
 	return nmbl_le32(p) | (uint64_t)nmbl_le32(p + 4) << 32;
 }
+
+/* An EFI file path as the firmware opens it on FAT: '\\'-separated from
+ * the root, "." and ".." resolved, repeated separators dropped; malloc'ed. */
+int nmbl_efi_path_normalize(const char *path, char **ret);
+/* Whether two such paths name the same file: FAT ignores (ASCII) case. */
+bool nmbl_efi_path_equal(const char *a, const char *b);
 
 /* An EFI_GUID's 16 bytes (three little-endian fields, then 8 bytes) as
  * text: upper case as UEFI prints it, lower case as Linux does. */
@@ -182,6 +192,7 @@ const struct nmbl_pe_section *nmbl_pe_section(const struct nmbl_pe *pe,
 
 int nmbl_image_new_from_buffer(const void *buf, size_t len,
 			       struct nmbl_image **ret);
+int nmbl_image_new_from_fd(struct nmbl_ctx *ctx, int fd, struct nmbl_image **ret);
 /* The PE whose signature kexec checks: the kernel itself, or a UKI's .linux. */
 const struct nmbl_pe *nmbl_image_signing_pe(const struct nmbl_image *img);
 /* The signers of PE's Authenticode signatures, as one line (sign.c). */
@@ -235,6 +246,8 @@ ssize_t nmbl_read_full(int fd, void *buf, size_t size);
 
 /* /proc/keys of a machine with many keys stays far below this. */
 #define NMBL_PROC_KEYS_MAX (1024 * 1024)
+/* /proc/self/mountinfo: a line per mount, far fewer in an initramfs. */
+#define NMBL_MOUNTINFO_MAX (1024 * 1024)
 
 /* Read a whole file below the context's root, at most MAX bytes (-EFBIG
  * beyond), NUL-terminated, into a malloc'ed buffer. */
@@ -269,6 +282,18 @@ static inline void *nmbl_take_ptr(void *pp)
 	return v;
 }
 #define TAKE_PTR(p) nmbl_take_ptr(&(p))
+static inline int nmbl_take_fd(int *fd)
+{
+	int v = *fd;
+
+	*fd = -1;
+	return v;
+}
+#define TAKE_FD(fd) nmbl_take_fd(&(fd))
+
+/* Where nmbl mounts the partitions GRUB reads files from. */
+#define NMBL_MOUNT_DIR "/run/nmbl/mnt"
+int nmbl_open_regular(const struct nmbl_ctx *ctx, const char *path);
 
 /*
  * The seam: every call that changes the machine goes through here, so the
@@ -277,8 +302,8 @@ static inline void *nmbl_take_ptr(void *pp)
  */
 int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd,
 			     const char *cmdline, unsigned long flags);
-/* kexec_file_load(2) of KERNEL_FD alone, with a command line that does not
- * end in NUL (see nmbl_check()). */
+/* kexec_file_load(2) of KERNEL_FD alone, with a command line the kernel
+ * cannot read: -EFAULT once it has checked the kernel (see nmbl_check()). */
 int nmbl_sys_kexec_file_check(int kernel_fd);
 int nmbl_sys_mount(const char *source, const char *target,
 		   const char *fstype, unsigned long flags, const char *data);

@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -32,12 +33,21 @@ int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd,
 
 int nmbl_sys_kexec_file_check(int kernel_fd)
 {
-	static const char line[] = { ' ' };
+	long page = sysconf(_SC_PAGESIZE);
+	void *unreadable;
+	int r = 0;
 
-	if (syscall(SYS_kexec_file_load, kernel_fd, -1, sizeof(line), line,
-		    KEXEC_FILE_NO_INITRAMFS) < 0)
+	/* The command line on a page nobody may read: the kernel's copy of it
+	 * fails (-EFAULT) only after the kernel's format and signature
+	 * checks, before the load. */
+	unreadable = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (unreadable == MAP_FAILED)
 		return -errno;
-	return 0;
+	if (syscall(SYS_kexec_file_load, kernel_fd, -1, 1UL, unreadable,
+		    KEXEC_FILE_NO_INITRAMFS) < 0)
+		r = -errno;
+	munmap(unreadable, (size_t)page);
+	return r;
 }
 
 int nmbl_sys_mount(const char *source, const char *target,

@@ -41,15 +41,15 @@ int nmbl_sys_kexec_file_load(int kernel_fd, int initrd_fd, const char *cmdline,
 	return fake.kexec_errno;
 }
 
-/* As the kernel does: its verdict on the kernel, else -EINVAL for the
- * command line without its NUL. */
+/* As the kernel does: its verdict on the kernel, else -EFAULT for the
+ * command line it cannot read. */
 int nmbl_sys_kexec_file_check(int kernel_fd)
 {
 	fake.kexec_kernel_len = pread(kernel_fd, fake.kexec_kernel, sizeof(fake.kexec_kernel), 0);
 	record("kexec_file_check;");
 	if (fake.kexec_errno)
 		return fake.kexec_errno;
-	return fake.check_loads ? 0 : -EINVAL;
+	return fake.check_loads ? 0 : -EFAULT;
 }
 
 int nmbl_sys_mount(const char *source, const char *target, const char *fstype,

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "fake-sys.h"
@@ -264,6 +265,65 @@ static void test_switch_root_refuses_what_it_cannot_boot(void)
 	CHECK_STR(fake.calls, "");
 }
 
+/* The root's device still mounted (by nmbl, read-only and without journal
+ * replay, or by anyone): a new mount would share that superblock and its
+ * options, so the root is not mounted at all.  nmbl's own mounts go first. */
+static void test_switch_root_never_shares_a_mount(void)
+{
+	const char *order = "umount /run/nmbl/mnt/vda3;mount /dev/vda3 /sysroot ext4 -;";
+	char *mp = NULL;
+
+	/* nmbl's own mount of it is undone before the root is mounted. */
+	machine();
+	fixture_text("/sys/class/block/vda/vda3/start", "4096\n");
+	fixture_text("/proc/filesystems", "\text4\n");
+	CHECK_INT(nmbl_mount_partition(ctx, "/dev/vda", 4096, &mp), 0);
+	free(mp);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 rootfstype=ext4"), 0);
+	CHECK(strncmp(fake.calls, order, strlen(order)) == 0);
+
+	machine();
+	unlink(fixture_path("/dev/vda3"));
+	CHECK_INT(mknod(fixture_path("/dev/vda3"), S_IFBLK | 0600, makedev(253, 3)), 0);
+	fixture_text("/proc/self/mountinfo",
+		     "22 1 0:5 / /dev rw - devtmpfs devtmpfs rw\n"
+		     "30 1 253:3 / /run/nmbl/mnt/vda3 ro - ext4 /dev/vda3 ro,norecovery\n");
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 rootfstype=ext4"), -EBUSY);
+	CHECK_STR(fake.calls, "");
+	/* btrfs shows an anonymous device number: the source tells. */
+	fixture_text("/proc/self/mountinfo",
+		     "30 1 0:44 / /run/nmbl/mnt/vda3 ro - btrfs /dev/vda3 ro,rescue=nologreplay\n");
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 rootfstype=btrfs"), -EBUSY);
+	CHECK_STR(fake.calls, "");
+	/* Mounted nowhere: mounted. */
+	fixture_text("/proc/self/mountinfo", "22 1 0:5 / /dev rw - devtmpfs devtmpfs rw\n");
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 rootfstype=ext4"), 0);
+	CHECK(strncmp(fake.calls, order + strlen("umount /run/nmbl/mnt/vda3;"),
+		      strlen(order) - strlen("umount /run/nmbl/mnt/vda3;")) == 0);
+	/* Without a way to tell, no mount. */
+	unlink(fixture_path("/dev/vda3"));
+	machine();
+	unlink(fixture_path("/dev/vda3"));
+	CHECK_INT(mknod(fixture_path("/dev/vda3"), S_IFBLK | 0600, makedev(253, 3)), 0);
+	remove(fixture_path("/proc/self/mountinfo"));
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3 rootfstype=ext4"), -ENOENT);
+	CHECK_STR(fake.calls, "");
+	unlink(fixture_path("/dev/vda3"));
+}
+
+/* Accepted by the kernel, but another kernel than the running one. */
+static void test_switch_root_needs_the_running_kernel_checked(void)
+{
+	machine();
+	fixture_text("/proc/version", "Linux version 6.1.0-other (nmbl) (gcc) #2 SMP\n");
+	CHECK_INT(nmbl_check(ctx, KERNEL, RUNNING), 0);
+	fixture_text("/proc/version", PROC_VERSION);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3"), -ENOENT);
+	CHECK_STR(fake.calls, "");
+}
+
 static void test_switch_root_through_systemd(void)
 {
 	machine();
@@ -284,6 +344,8 @@ int main(void)
 		test_switch_root_mounts_the_entry_root,
 		test_switch_root_flags_and_names,
 		test_switch_root_refuses_what_it_cannot_boot,
+		test_switch_root_never_shares_a_mount,
+		test_switch_root_needs_the_running_kernel_checked,
 		test_switch_root_through_systemd,
 		NULL,
 	};

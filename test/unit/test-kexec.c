@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <linux/kexec.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake-sys.h"
 #include "nmbl-private.h"
@@ -158,6 +159,76 @@ static void test_check_asks_the_kernel_without_loading(void)
 	nmbl_unref(ctx);
 }
 
+/* Only the answer the kernel gives after its signature check counts:
+ * -EINVAL comes before it for an empty file or another architecture's
+ * image, and is a refusal like any other. */
+static void test_check_fails_closed(void)
+{
+	struct nmbl_ctx *ctx = setup();
+	char dir[4096];
+
+	fake.kexec_errno = -EINVAL;
+	CHECK_INT(nmbl_check(ctx, CORPUS "/kernel.efi", ""), -EINVAL);
+	CHECK_STR(fake.calls, "kexec_file_check;");
+	CHECK(!ctx->kernel_accepted);
+	fake.kexec_errno = -ENOEXEC;
+	CHECK_INT(nmbl_check(ctx, CORPUS "/kernel.efi", ""), -ENOEXEC);
+	CHECK(!ctx->kernel_accepted);
+	fake.kexec_errno = 0;
+	/* An empty file and a directory never reach the kernel. */
+	fake.calls[0] = '\0';
+	fixture_text("/boot/empty", "");
+	CHECK_INT(nmbl_check(ctx, fixture_path("/boot/empty"), ""), -ENOEXEC);
+	snprintf(dir, sizeof(dir), "%s", fixture_path("/boot"));
+	CHECK_INT(nmbl_check(ctx, dir, ""), -EISDIR);
+	CHECK_STR(fake.calls, "");
+	CHECK(!ctx->kernel_accepted);
+	/* Accepted, but not the running kernel: no direct boot of it. */
+	CHECK_INT(nmbl_check(ctx, CORPUS "/kernel.efi", ""), 0);
+	CHECK(ctx->kernel_accepted);
+	CHECK(!ctx->accepted_is_running);
+	nmbl_unref(ctx);
+}
+
+/* GRUB's names become paths in nmbl's mount of the partition; nothing in
+ * them leads out of that file system. */
+#define IN_PART(name) fixture_path("/run/nmbl/mnt/vda2/" name)
+
+static bool opens(struct nmbl_ctx *ctx, const char *path)
+{
+	int fd = nmbl_open_regular(ctx, path);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+static void test_paths_stay_inside_their_partition(void)
+{
+	struct nmbl_ctx *ctx = setup();
+
+	fixture_text("/run/nmbl/mnt/vda2/vmlinuz", "MZkernel");
+	fixture_text("/run/nmbl/mnt/vda2/sub/initrd", "INITRD");
+	fixture_text("/secret", "initramfs");
+	/* Absolute and relative links, magic links and "..", resolved
+	 * inside vda2, where there is no secret. */
+	CHECK(symlink("/secret", IN_PART("abs")) == 0);
+	CHECK(symlink("../../../../secret", IN_PART("rel")) == 0);
+	CHECK(symlink("/proc/self/root/secret", IN_PART("magic")) == 0);
+	CHECK(symlink("/sub/../sub/initrd", IN_PART("link")) == 0);
+	CHECK_INT(nmbl_open_regular(ctx, IN_PART("abs")), -ENOENT);
+	CHECK_INT(nmbl_open_regular(ctx, IN_PART("rel")), -ENOENT);
+	CHECK_INT(nmbl_open_regular(ctx, IN_PART("../../../../secret")), -ENOENT);
+	CHECK_INT(nmbl_open_regular(ctx, IN_PART("magic")), -ENOENT);
+	CHECK_INT(nmbl_open_regular(ctx, fixture_path("/run/nmbl/mnt/../../../secret")), -EINVAL);
+	/* What is inside still opens, through links and ".." alike. */
+	CHECK(opens(ctx, IN_PART("link")));
+	CHECK(opens(ctx, IN_PART("sub/../vmlinuz")));
+	/* The loader refuses what leads out, as a missing file. */
+	CHECK_INT(nmbl_load(ctx, IN_PART("abs"), NULL, 0, ""), -ENOENT);
+	nmbl_unref(ctx);
+}
+
 static void test_unload(void)
 {
 	struct nmbl_ctx *ctx = setup();
@@ -230,6 +301,8 @@ int main(void)
 		test_uki_is_split_like_systemd_stub,
 		test_cmdline_longer_than_the_kernel_takes,
 		test_check_asks_the_kernel_without_loading,
+		test_check_fails_closed,
+		test_paths_stay_inside_their_partition,
 		test_unload,
 		test_exec_without_systemd_unmounts_then_reboots,
 		test_exec_through_systemd,
