@@ -26,6 +26,18 @@
  *                                      on the command line: what
  *                                      "bootctl set-oneshot/set-default"
  *                                      would write, written before power-off
+ *
+ * With nmbl.test-root=dirty or =check on the command line (a userspace
+ * parameter, so a direct boot may carry it), the root file system too:
+ *   NMBL-TARGET-ROOT options=<the root's options in /proc/mounts>
+ *   dirty: writes /nmbl-journal (this boot's id), fsync()s it into the
+ *     journal and powers off without unmounting or syncing, so the next
+ *     mount has a journal to replay:
+ *   NMBL-TARGET-ROOT-DIRTY <ok|error>
+ *   check: what the journal held, then whether the root can be written:
+ *   NMBL-TARGET-ROOT-FILE <content of /nmbl-journal|missing>
+ *   NMBL-TARGET-ROOT-RW <ok|error>     (remount read-write, write, fsync)
+ *   NMBL-TARGET-ROOT-RO <ok|error>     (remount read-only: clean again)
  */
 
 #include <dirent.h>
@@ -373,6 +385,82 @@ static void report_kernel(void)
 		 starts, nmbl);
 }
 
+/* The value of nmbl.test-root=, or "" */
+static void root_test_mode(char *mode, size_t size)
+{
+	static const char key[] = "nmbl.test-root=";
+	char cmdline[CMDLINE_MAX_LEN];
+	char *word, *save = NULL;
+
+	mode[0] = '\0';
+	if (read_text(NULL, "/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
+		return;
+	for (word = strtok_r(cmdline, " ", &save); word; word = strtok_r(NULL, " ", &save))
+		if (strncmp(word, key, sizeof(key) - 1) == 0)
+			snprintf(mode, size, "%s", word + sizeof(key) - 1);
+}
+
+/* The options of the last mount on / in /proc/mounts (the real root, not
+ * the initramfs's rootfs below it). */
+static void root_options(char *options, size_t size)
+{
+	char dev[256], dir[256], type[64], opts[1024];
+	FILE *f = fopen("/proc/mounts", "re");
+
+	snprintf(options, size, "?");
+	if (!f)
+		return;
+	while (fscanf(f, "%255s %255s %63s %1023s %*d %*d", dev, dir, type, opts) == 4)
+		if (strcmp(dir, "/") == 0)
+			snprintf(options, size, "%s", opts);
+	fclose(f);
+}
+
+static const char *write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text) &&
+		  fsync(fd) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? "ok" : strerror(errno);
+}
+
+/* Returns only when the mode is not "dirty". */
+static void test_root(void)
+{
+	char mode[32], options[1024], boot_id[64], content[64];
+
+	root_test_mode(mode, sizeof(mode));
+	if (!mode[0])
+		return;
+	root_options(options, sizeof(options));
+	out_line("NMBL-TARGET-ROOT options=%s", options);
+	if (read_text(NULL, "/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id)) < 0)
+		strcpy(boot_id, "?");
+	if (strcmp(mode, "dirty") == 0) {
+		const char *r = "remount";
+
+		if (mount(NULL, "/", NULL, MS_REMOUNT, NULL) == 0)
+			r = write_file("/nmbl-journal", boot_id);
+		out_line("NMBL-TARGET-ROOT-DIRTY %s", strcmp(r, "remount") ? r : strerror(errno));
+		/* No sync, no unmount: the journal is left to replay. */
+		reboot(RB_POWER_OFF);
+		return;
+	}
+	if (read_text(NULL, "/nmbl-journal", content, sizeof(content)) < 0)
+		strcpy(content, "missing");
+	out_line("NMBL-TARGET-ROOT-FILE %s", content);
+	if (mount(NULL, "/", NULL, MS_REMOUNT, NULL) == 0)
+		out_line("NMBL-TARGET-ROOT-RW %s", write_file("/nmbl-rw-check", boot_id));
+	else
+		out_line("NMBL-TARGET-ROOT-RW %s", strerror(errno));
+	sync();
+	out_line("NMBL-TARGET-ROOT-RO %s", mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) == 0 ?
+		 "ok" : strerror(errno));
+}
+
 /* Power off is what QEMU turns into an exit; a reboot does the same under
  * -no-reboot.  Not halt: a halted VM runs on forever.  If both fail,
  * returning from PID 1 panics, and the target initramfs makes a panic
@@ -409,6 +497,7 @@ int main(void)
 	if (pid1) {
 		report_loader_variables();
 		set_requested_variables();
+		test_root();
 	}
 
 	if (!pid1)
