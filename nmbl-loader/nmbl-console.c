@@ -10,11 +10,12 @@
  * console, COMMAND simply runs on it.
  *
  * Keys are only keys: no key typed on a console may signal or stop the
- * menu.  The terminal's signal characters are switched off (Ctrl-C,
- * Ctrl-\, Ctrl-Z reach the menu as bytes), the signals a terminal sends
- * are ignored by COMMAND too (ignored signals stay ignored across exec),
- * and COMMAND dies with nmbl-console rather than be left on a terminal
- * nobody reads.  A console that hangs up is dropped; the others go on.
+ * menu.  The terminal's signal and flow-control characters are switched
+ * off (Ctrl-C, Ctrl-\, Ctrl-Z, Ctrl-S reach the menu as bytes), the
+ * signals a terminal sends are ignored by COMMAND too (ignored signals
+ * stay ignored across exec), and COMMAND dies with nmbl-console rather
+ * than be left on a terminal nobody reads.  A console that hangs up is
+ * dropped; the others go on.
  *
  * Exit status: COMMAND's, 128 + the signal that ended it, or 1 when it
  * could not be started.
@@ -109,13 +110,15 @@ static void ignore_terminal_signals(void)
 		(void)signal(sigs[i], SIG_IGN);
 }
 
-/* No character typed on FD makes the kernel send a signal. */
+/* No character typed on FD makes the kernel send a signal, or stop the
+ * menu's output (Ctrl-S). */
 static void no_signal_keys(int fd)
 {
 	struct termios t;
 
 	if (tcgetattr(fd, &t) == 0) {
 		t.c_lflag &= ~(tcflag_t)ISIG;
+		t.c_iflag &= ~(tcflag_t)(IXON | IXOFF);
 		(void)tcsetattr(fd, TCSANOW, &t);
 	}
 }

@@ -287,34 +287,6 @@ static bool shell_allowed(struct nmbl_ctx *ctx)
 	return yes;
 }
 
-/* Whatever a failed menu left running (a process it started, an orphan
- * of a crash) goes before the menu starts again; KEEP stays. */
-static void kill_others(struct nmbl_ctx *ctx, pid_t keep)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[64], stat[1024], *end;
-		long pid = strtol(de->d_name, &end, 10), ppid = 0;
-		const char *after_comm;
-
-		if (*end || pid <= 2 || pid == keep)
-			continue;
-		/* Not kernel threads: kthreadd (2) is their parent. */
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		if (nmbl_read_small(ctx, path, stat, sizeof(stat)) < 0)
-			continue;
-		after_comm = strrchr(stat, ')');
-		if (!after_comm || sscanf(after_comm, ") %*c %ld", &ppid) != 1 || ppid == 2)
-			continue;
-		(void)kill((pid_t)pid, SIGKILL);
-	}
-	closedir(d);
-}
-
 /* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
  * adopts orphans).  Its exit status, 128 + signal, or -errno. */
 static int run(char *const argv[], int out_fd)
@@ -609,7 +581,6 @@ int main(int argc, char **argv)
 		else
 			say("the boot menu failed (%s %d); it comes back",
 			    r < 0 ? "error" : "status", r);
-		kill_others(ctx, follower);
 		/* The follower may have been killed too (by the OOM killer, say):
 		 * devices added from now on still get their drivers. */
 		if (follower > 0 && (waitpid(follower, NULL, WNOHANG) == follower ||

@@ -5,7 +5,9 @@
 # ask both libnmbl (nmbl load) and kexec-tools (kexec -s -l) to load each
 # kernel in the boot partition, and print what each said, so a test can
 # check that nmbl accepts and refuses exactly what kexec_file_load through
-# kexec-tools does.
+# kexec-tools does; and listen on the second serial port for faults to
+# inject into the menu (nmbl-fault.sh).  This image has a shell but not
+# nmbl.shell: a failed menu must still bring the menu back, not the shell.
 #
 # Sourced by dracut: no set -eu here, dracut's own shell options rule.
 
@@ -21,4 +23,5 @@ install() {
     inst_multiple kexec sh mkdir mount umount
     # shellcheck disable=SC2154 # dracut sets moddir before calling us
     inst_script "$moddir/nmbl-agree.sh" /usr/lib/nmbl/pre-menu.d/40-nmbl-agree
+    inst_script "$moddir/nmbl-fault.sh" /usr/lib/nmbl/pre-menu.d/50-nmbl-fault
 }
