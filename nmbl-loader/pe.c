@@ -38,12 +38,23 @@ static void parse_linux(const unsigned char *b, size_t len, struct nmbl_pe *pe)
 	    memcmp(b + LINUX_HDRS_OFFSET, "HdrS", 4) != 0)
 		return;
 	pe->is_linux = true;
+	pe->linux_cmdline_size = 255;
+	/* The magic is there but the header after it is cut: a kernel, a
+	 * truncated one, whose fields are not to be read. */
+	if (!within(len, LINUX_SETUP_SECTS, 1) ||
+	    !within(len, LINUX_PROTOCOL, 2) ||
+	    !within(len, LINUX_VERSION_PTR, 2)) {
+		pe->truncated = true;
+		return;
+	}
 	pe->linux_protocol = nmbl_le16(b + LINUX_PROTOCOL);
 	/* cmdline_size exists from protocol 2.06; before, 255 was the rule. */
-	if (pe->linux_protocol >= 0x206 && within(len, LINUX_CMDLINE_SIZE, 4))
-		pe->linux_cmdline_size = nmbl_le32(b + LINUX_CMDLINE_SIZE);
-	else
-		pe->linux_cmdline_size = 255;
+	if (pe->linux_protocol >= 0x206) {
+		if (within(len, LINUX_CMDLINE_SIZE, 4))
+			pe->linux_cmdline_size = nmbl_le32(b + LINUX_CMDLINE_SIZE);
+		else
+			pe->truncated = true;
+	}
 
 	/* The version string lives in the setup code, which ends after
 	 * setup_sects sectors (4 when the field is 0, as the kernel says). */
