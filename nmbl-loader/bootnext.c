@@ -15,57 +15,51 @@
 
 #include "nmbl-private.h"
 
-#define GPT_HEADER_SIZE 92
-#define GPT_MAX_ENTRIES 1024
-#define GPT_MIN_ENTRY_SIZE 128
-#define GPT_MAX_ENTRY_SIZE 4096
-
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37])
 {
-	size_t done = 0;
+	_cleanup_blkid_probe_ blkid_probe pr = NULL;
+	blkid_partlist list;
+	blkid_parttable table;
+	const char *type, *uuid;
+	int r, n;
 
-	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EBADMSG;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-/* The unique GUID of the GPT entry that starts at logical block FIRST, as
- * the partition table of DEV (LBS-byte blocks) says. */
-static int gpt_partuuid(int fd, unsigned lbs, uint64_t first, char ret[37])
-{
-	unsigned char hdr[GPT_HEADER_SIZE], entry[GPT_MIN_ENTRY_SIZE];
-	uint64_t table;
-	uint32_t count, size;
-	int r;
-
-	r = pread_full(fd, hdr, sizeof(hdr), lbs);
-	if (r < 0)
-		return r;
-	if (memcmp(hdr, "EFI PART", 8) != 0)
-		return -ENOTBLK;
-	table = nmbl_le64(hdr + 72);
-	count = nmbl_le32(hdr + 80);
-	size = nmbl_le32(hdr + 84);
-	if (count > GPT_MAX_ENTRIES || size < GPT_MIN_ENTRY_SIZE ||
-	    size > GPT_MAX_ENTRY_SIZE || size % 8 || table > UINT64_MAX / lbs)
+	errno = 0;
+	pr = blkid_new_probe_from_filename(dev);
+	if (!pr)
+		return errno > 0 ? -errno : -ENOMEM;
+	/* The table alone: a file system signature on the disk must not make
+	 * libblkid ignore it. */
+	if (blkid_probe_enable_superblocks(pr, 0) < 0 || blkid_probe_enable_partitions(pr, 1) < 0)
+		return -ENOMEM;
+	errno = 0;
+	r = blkid_do_safeprobe(pr);
+	if (r == -1)
+		return errno > 0 ? -errno : -EIO;
+	/* Two tables that disagree (a GPT and an MBR that is no protective
+	 * one): the firmware goes by the MBR. */
+	if (r == -2)
 		return -EBADMSG;
-	for (uint32_t i = 0; i < count; i++) {
-		r = pread_full(fd, entry, sizeof(entry), table * lbs + (uint64_t)i * size);
-		if (r < 0)
-			return r;
-		if (nmbl_le64(entry + 32) != first)
+	if (r == 1 || blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL) < 0 ||
+	    strcmp(type, "gpt") != 0)
+		return -ENOTBLK;
+	list = blkid_probe_get_partitions(pr);
+	table = list ? blkid_partlist_get_table(list) : NULL;
+	if (!table)
+		return -EIO;
+	n = blkid_partlist_numof_partitions(list);
+	for (int i = 0; i < n; i++) {
+		blkid_partition par = blkid_partlist_get_partition(list, i);
+
+		/* libblkid counts 512-byte sectors, as sysfs does. */
+		if (!par || blkid_partition_get_table(par) != table ||
+		    blkid_partition_get_start(par) < 0 ||
+		    (uint64_t)blkid_partition_get_start(par) != start)
 			continue;
-		nmbl_format_guid(entry + 16, false, ret);
+		uuid = blkid_partition_get_uuid(par);
+		if (!uuid || strlen(uuid) != 36)
+			return -EBADMSG;
+		memcpy(ret, uuid, 37);
+		nmbl_hex_lower(ret);
 		return 0;
 	}
 	return -ENXIO;
@@ -77,7 +71,6 @@ static int build_option(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 {
 	char part[NMBL_NAME_MAX], path[3 * NMBL_NAME_MAX + 64], partuuid[37];
 	_cleanup_free_ char *dev = NULL;
-	_cleanup_close_ int fd = -1;
 	uint64_t number, size, lbs;
 	int r;
 
@@ -99,13 +92,10 @@ static int build_option(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 		return -EBADMSG;
 	if (asprintf(&dev, "%s/dev/%s", ctx->root, disk) < 0)
 		return -ENOMEM;
-	fd = open(dev, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	/* sysfs counts 512-byte sectors; GPT and device paths count blocks. */
-	r = gpt_partuuid(fd, (unsigned)lbs, start * 512 / lbs, partuuid);
+	r = nmbl_gpt_partuuid(dev, start, partuuid);
 	if (r < 0)
 		return r;
+	/* sysfs counts 512-byte sectors; device paths count blocks. */
 	return nmbl_load_option_build(description, partuuid, (uint32_t)number,
 				      start * 512 / lbs, size * 512 / lbs, file, ret, ret_len);
 }
@@ -115,17 +105,19 @@ static bool same_target(const struct nmbl_load_option *a, const struct nmbl_load
 	const char *ua = nmbl_load_option_get_partuuid(a), *ub = nmbl_load_option_get_partuuid(b);
 	const char *fa = nmbl_load_option_get_file(a), *fb = nmbl_load_option_get_file(b);
 
-	/* FAT file names do not care about case. */
-	return ua && ub && fa && fb && strcmp(ua, ub) == 0 && strcasecmp(fa, fb) == 0;
+	/* The partition by its GPT GUID; the file as the firmware opens it. */
+	return ua && ub && fa && fb && strcasecmp(ua, ub) == 0 && nmbl_efi_path_equal(fa, fb);
 }
 
-/* A Boot#### that already starts the program, else the lowest free number. */
+/* The lowest Boot#### that already starts the program, else the lowest
+ * free number: one option per program, however its path is spelt. */
 static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *want,
 			 unsigned *ret, bool *ret_exists)
 {
 	static const char suffix[] = "-" NMBL_EFI_GLOBAL_GUID;
 	_cleanup_free_ char *dir = nmbl_path(ctx, NMBL_EFIVARS);
 	unsigned char used[0x10000 / 8] = { 0 };
+	unsigned match = 0x10000;
 	struct dirent *de;
 	DIR *d;
 
@@ -149,16 +141,16 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 			continue;
 		n = (unsigned)strtoul(hex, NULL, 16);
 		used[n / 8] |= (unsigned char)(1 << (n % 8));
-		if (nmbl_read_boot_option(ctx, n, &opt) == 0 && same_target(opt, want)) {
-			nmbl_load_option_free(opt);
-			closedir(d);
-			*ret = n;
-			*ret_exists = true;
-			return 0;
-		}
+		if (n < match && nmbl_read_boot_option(ctx, n, &opt) == 0 && same_target(opt, want))
+			match = n;
 		nmbl_load_option_free(opt);
 	}
 	closedir(d);
+	if (match < 0x10000) {
+		*ret = match;
+		*ret_exists = true;
+		return 0;
+	}
 	for (unsigned n = 0; n < 0x10000; n++)
 		if (!(used[n / 8] & (1 << (n % 8)))) {
 			*ret = n;
@@ -168,12 +160,152 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 	return -ENOSPC;
 }
 
+/*
+ * Never a loop.  A program the firmware refuses (Secure Boot) or that
+ * fails sends the firmware on by BootOrder (UEFI 2.10, chapter 3), to
+ * nmbl, whose default entry would chainload it again, and again.  The
+ * firmware leaves no sign of it: it deletes BootNext before it tries the
+ * option, and BootCurrent then names nmbl's own option, as it does after
+ * an OS that started well and rebooted later; comparing BootCurrent with
+ * the option cannot tell the two apart.  How many times the firmware
+ * started since can: EDK2 (OVMF, and most PCs' firmware) counts its
+ * starts in the MTC variable, the high half of the platform's monotonic
+ * counter, one more at each start.  So nmbl records the option it set
+ * and that count in its one NmblChainload variable, of one size,
+ * overwritten.  Running at the count one higher, nmbl runs in the start
+ * that was to run the option: the firmware came back without starting it
+ * (or the program returned at once), and every chainloader of it in that
+ * start says so instead of setting BootNext.  An OS that booted and
+ * rebooted later leaves the count two or more higher: chainloaded again.
+ * Without MTC, the first Linux boot after the record is taken to be the
+ * one that came back, and refuses all through (by its boot id): a false
+ * alarm after a good start at worst, never a loop.
+ */
+#define CHAIN_RECORD "NmblChainload"
+#define CHAIN_RECORD_VERSION 1
+#define CHAIN_HAS_COUNT 0x1
+#define CHAIN_REFUSED 0x2
+#define BOOT_ID_LEN 36
+/* version, flags, number (LE16), count (LE32), boot id (text) */
+#define CHAIN_RECORD_SIZE (8 + BOOT_ID_LEN)
+#define EDK2_MTC_GUID "eb704011-1402-11d3-8e77-00a0c969723b"
+
+struct chain_record {
+	unsigned flags;
+	unsigned number;
+	uint32_t count;
+	/* The Linux boot that set BootNext, or with CHAIN_REFUSED that
+	 * refused it; "" when unknown. */
+	char boot_id[BOOT_ID_LEN + 1];
+};
+
+/* What the machine is now: the firmware's start count, the Linux boot. */
+static void chain_now(struct nmbl_ctx *ctx, struct chain_record *now)
+{
+	_cleanup_free_ char *mtc = NULL;
+	char id[64];
+	size_t len;
+
+	*now = (struct chain_record){ 0 };
+	if (nmbl_efivar_read(ctx, EDK2_MTC_GUID, "MTC", 4, &mtc, &len) == 0 && len == 4) {
+		now->flags |= CHAIN_HAS_COUNT;
+		now->count = nmbl_le32((const unsigned char *)mtc);
+	}
+	if (nmbl_read_small(ctx, "/proc/sys/kernel/random/boot_id", id, sizeof(id)) >= 0 &&
+	    strlen(id) == BOOT_ID_LEN)
+		memcpy(now->boot_id, id, sizeof(now->boot_id));
+}
+
+/* -ENOENT when there is none; anything malformed counts as none. */
+static int chain_record_read(struct nmbl_ctx *ctx, struct chain_record *ret)
+{
+	_cleanup_free_ char *raw = NULL;
+	const unsigned char *p;
+	size_t len;
+	int r;
+
+	r = nmbl_efivar_read(ctx, NMBL_VENDOR_GUID, CHAIN_RECORD, CHAIN_RECORD_SIZE, &raw, &len);
+	if (r == -EFBIG || r == -EBADMSG)
+		return -ENOENT;
+	if (r < 0)
+		return r;
+	p = (const unsigned char *)raw;
+	if (len != CHAIN_RECORD_SIZE || p[0] != CHAIN_RECORD_VERSION ||
+	    memchr(p + 8, '\0', BOOT_ID_LEN))
+		return -ENOENT;
+	*ret = (struct chain_record){
+		.flags = p[1],
+		.number = nmbl_le16(p + 2),
+		.count = nmbl_le32(p + 4),
+	};
+	memcpy(ret->boot_id, p + 8, BOOT_ID_LEN);
+	if (strspn(ret->boot_id, " ") == BOOT_ID_LEN)
+		ret->boot_id[0] = '\0';
+	return 0;
+}
+
+static int chain_record_write(struct nmbl_ctx *ctx, const struct chain_record *rec)
+{
+	unsigned char raw[CHAIN_RECORD_SIZE];
+
+	raw[0] = CHAIN_RECORD_VERSION;
+	raw[1] = (unsigned char)rec->flags;
+	raw[2] = (unsigned char)rec->number;
+	raw[3] = (unsigned char)(rec->number >> 8);
+	for (int i = 0; i < 4; i++)
+		raw[4 + i] = (unsigned char)(rec->count >> (8 * i));
+	/* Padded with spaces when unknown: one size, one variable, always. */
+	memset(raw + 8, ' ', BOOT_ID_LEN);
+	memcpy(raw + 8, rec->boot_id, strlen(rec->boot_id));
+	return nmbl_efivar_write(ctx, NMBL_VENDOR_GUID, CHAIN_RECORD, raw, sizeof(raw));
+}
+
+static bool same_boot_id(const char *a, const char *b)
+{
+	return a[0] && strcmp(a, b) == 0;
+}
+
+/* Whether the firmware came back to nmbl instead of starting option
+ * NUMBER, which nmbl set BootNext to as REC says. */
+static bool came_back(const struct chain_record *rec, const struct chain_record *now,
+		      unsigned number)
+{
+	if (rec->number != number)
+		return false;
+	if (rec->flags & CHAIN_HAS_COUNT && now->flags & CHAIN_HAS_COUNT)
+		return now->count == rec->count + 1;
+	if (rec->flags & CHAIN_REFUSED)
+		return same_boot_id(rec->boot_id, now->boot_id);
+	/* Any later Linux boot; this one has not rebooted yet (its reboot
+	 * failed, say). */
+	return !same_boot_id(rec->boot_id, now->boot_id);
+}
+
+/* Refuse, and without the firmware's count remember in which boot. */
+static int refuse(struct nmbl_ctx *ctx, const struct chain_record *rec,
+		  const struct chain_record *now)
+{
+	struct chain_record refused = *now;
+
+	nmbl_dbg(ctx, "Boot%04X: the firmware came back without starting it", rec->number);
+	if (!(rec->flags & CHAIN_HAS_COUNT && now->flags & CHAIN_HAS_COUNT) &&
+	    !(rec->flags & CHAIN_REFUSED)) {
+		refused.flags = CHAIN_REFUSED;
+		refused.number = rec->number;
+		/* Should this fail, later boots refuse too: a false alarm,
+		 * never a loop. */
+		(void)chain_record_write(ctx, &refused);
+	}
+	return -ELOOP;
+}
+
 NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 				   const char *file, const char *description,
 				   unsigned *ret_number)
 {
 	_cleanup_free_ void *option = NULL;
 	struct nmbl_load_option *want = NULL;
+	struct chain_record rec, now;
 	const char *name;
 	unsigned char next[2];
 	unsigned number;
@@ -197,6 +329,15 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 	nmbl_load_option_free(want);
 	if (r < 0)
 		return r;
+	chain_now(ctx, &now);
+	r = chain_record_read(ctx, &rec);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (r == 0 && exists && came_back(&rec, &now, number)) {
+		if (ret_number)
+			*ret_number = number;
+		return refuse(ctx, &rec, &now);
+	}
 	if (!exists) {
 		char var[16];
 
@@ -205,6 +346,11 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 		if (r < 0)
 			return r;
 	}
+	/* Recorded before BootNext is set: no BootNext without its record. */
+	now.number = number;
+	r = chain_record_write(ctx, &now);
+	if (r < 0)
+		return r;
 	next[0] = (unsigned char)number;
 	next[1] = (unsigned char)(number >> 8);
 	r = nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, "BootNext", next, sizeof(next));

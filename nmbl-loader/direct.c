@@ -31,10 +31,6 @@
  * the initramfs itself, which switch_root empties, so that nothing of it
  * stays behind but the mount. */
 #define NMBL_CMDLINE_FILE "/nmbl-cmdline"
-/* The first bytes of a device hold every signature looked for here; a
- * swap header's signature ends its first page. */
-#define NMBL_SIGNATURE_SIZE 8192
-#define NMBL_SWAP_PAGE 4096
 
 static void cmdline_freep(struct nmbl_cmdline **c)
 {
@@ -196,48 +192,71 @@ static int resolve_root(const struct nmbl_ctx *ctx, const char *spec,
 	return -ENXIO;
 }
 
-/* What a device holds that some initrd must set up before a file system
- * appears: LUKS, an LVM physical volume, an md member (superblock 1.1 or
- * 1.2), or NULL. */
+/* What a device whose whole content BUF is holds that some initrd must set
+ * up before a file system appears ("LUKS", "LVM", "RAID (md)", ...), or
+ * NULL. */
 const char *nmbl_probe_stacked(const void *buf, size_t len)
 {
-	const unsigned char *b = buf;
+	struct nmbl_probe p;
 
-	if (len >= 6 && memcmp(b, "LUKS\xba\xbe", 6) == 0)
-		return "LUKS";
-	for (size_t s = 0; s < 4; s++)
-		if (len >= s * 512 + 32 && memcmp(b + s * 512, "LABELONE", 8) == 0 &&
-		    memcmp(b + s * 512 + 24, "LVM2 001", 8) == 0)
-			return "LVM";
-	if ((len >= 4 && nmbl_le32(b) == 0xa92b4efc) ||
-	    (len >= 4100 && nmbl_le32(b + 4096) == 0xa92b4efc))
-		return "RAID (md)";
-	return NULL;
+	return nmbl_probe_buffer(buf, len, &p) < 0 ? NULL : p.stacked;
+}
+
+static bool is_stacked(const struct nmbl_probe *p)
+{
+	return p->stacked;
+}
+
+static bool is_hibernated(const struct nmbl_probe *p)
+{
+	return p->hibernated;
+}
+
+/*
+ * The first block device (its name in RET_NAME) on which libblkid finds
+ * what MATCH looks for, every disk and partition the kernel has.  A
+ * device that cannot be read (a drive without a disc) holds nothing.
+ */
+static bool find_device(const struct nmbl_ctx *ctx, bool (*match)(const struct nmbl_probe *),
+			struct nmbl_probe *ret_probe, char ret_name[NMBL_NAME_MAX])
+{
+	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/block");
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (!dir || !(d = opendir(dir)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		_cleanup_free_ char *dev = NULL;
+		struct nmbl_probe p;
+		int r;
+
+		if (!nmbl_valid_block_name(de->d_name) ||
+		    asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0)
+			continue;
+		r = nmbl_probe_path(dev, 0, &p);
+		if (r < 0) {
+			nmbl_dbg(ctx, "probing %s: %s", dev, strerror(-r));
+			continue;
+		}
+		if (match(&p)) {
+			strcpy(ret_name, de->d_name);
+			*ret_probe = p;
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 /* A stacked device on any disk: what might hold a root nmbl cannot find. */
 static const char *find_stacked(const struct nmbl_ctx *ctx)
 {
-	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/block");
-	_cleanup_free_ unsigned char *buf = malloc(NMBL_SIGNATURE_SIZE);
-	const char *what = NULL;
-	struct dirent *de;
-	DIR *d;
+	char name[NMBL_NAME_MAX];
+	struct nmbl_probe p;
 
-	if (!dir || !buf || !(d = opendir(dir)))
-		return NULL;
-	while (!what && (de = readdir(d))) {
-		_cleanup_free_ char *dev = NULL;
-		size_t len;
-
-		if (!nmbl_valid_block_name(de->d_name) ||
-		    asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0)
-			continue;
-		if (nmbl_read_start(dev, buf, NMBL_SIGNATURE_SIZE, &len) == 0)
-			what = nmbl_probe_stacked(buf, len);
-	}
-	closedir(d);
-	return what;
+	return find_device(ctx, is_stacked, &p, name) ? p.stacked : NULL;
 }
 
 static bool sys_block_has(const struct nmbl_ctx *ctx, const char *name, const char *sub)
@@ -268,23 +287,39 @@ static int probe_fstype(const struct nmbl_ctx *ctx, const char *dev, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-/* 1 when the swap device RESUME names holds a hibernated system. */
-static int hibernated(const struct nmbl_ctx *ctx, const char *resume)
+/*
+ * 1 when the swap RESUME names holds a hibernated system: at the start of
+ * the device, or for a swap file at resume_offset= pages into it.  -ENXIO
+ * when no device has that name, -EINVAL for a form nmbl cannot look up
+ * ("8:3").
+ */
+static int hibernated(const struct nmbl_ctx *ctx, const char *resume,
+		      const struct nmbl_cmdline *entry)
 {
-	unsigned char buf[NMBL_SWAP_PAGE];
-	static const char *const sigs[] = { "S1SUSPEND", "S2SUSPEND", "ULSUSPEND",
-					    "LINHIB0001" };
-	_cleanup_free_ char *path = NULL;
-	char name[NMBL_NAME_MAX];
-	size_t len;
+	const struct nmbl_param *o = nmbl_cmdline_find(entry, "resume_offset");
+	_cleanup_free_ char *path = NULL, *offset = NULL;
+	uint64_t page_size = (uint64_t)sysconf(_SC_PAGESIZE), pages = 0;
+	char name[NMBL_NAME_MAX], *end;
+	struct nmbl_probe p;
+	int r;
 
-	if (resolve_root(ctx, resume, &path, name) < 0 ||
-	    nmbl_read_start(path, buf, sizeof(buf), &len) < 0 || len < sizeof(buf))
-		return 0;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (memcmp(buf + NMBL_SWAP_PAGE - 10, sigs[i], strlen(sigs[i])) == 0)
-			return 1;
-	return 0;
+	r = resolve_root(ctx, resume, &path, name);
+	if (r < 0)
+		return r;
+	if (o) {
+		offset = nmbl_param_value(o);
+		if (!offset)
+			return -ENOMEM;
+		/* In pages of the running kernel, which the entry's is. */
+		errno = 0;
+		pages = strtoull(offset, &end, 10);
+		if (errno || end == offset || *end || pages > UINT64_MAX / page_size)
+			return -EINVAL;
+	}
+	r = nmbl_probe_path(path, pages * page_size, &p);
+	if (r < 0)
+		return r;
+	return p.hibernated;
 }
 
 static bool enabled(const struct nmbl_cmdline *c, const char *key)
@@ -293,6 +328,57 @@ static bool enabled(const struct nmbl_cmdline *c, const char *key)
 
 	return p && strcmp(p->word + strlen(p->key), "=0") != 0 &&
 	       strcmp(p->word + strlen(p->key), "=no") != 0;
+}
+
+/*
+ * A hibernated system is resumed by the entry's own initrd, wherever it
+ * learns of it: resume= (and resume_offset=) on the command line, the
+ * initrd's own configuration (Debian's initramfs-tools keeps RESUME=
+ * there), or systemd's HibernateLocation EFI variable (systemd 255 and
+ * later).  nmbl cannot read an initrd's configuration, so any swap that
+ * holds a hibernated system counts, as does the variable.  Booting
+ * anything else would mount file systems the image still has in use.
+ * noresume on the entry's line tells its initrd not to resume.
+ */
+static int check_hibernation(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
+			     char **ret_reason)
+{
+	const struct nmbl_param *param = nmbl_cmdline_find(entry, "resume");
+	_cleanup_free_ char *resume = NULL, *location = NULL;
+	char name[NMBL_NAME_MAX];
+	struct nmbl_probe p;
+	const char *what;
+	size_t len;
+	int r;
+
+	*ret_reason = NULL;
+	if (nmbl_cmdline_find(entry, "noresume"))
+		return 0;
+	if (param && !(resume = nmbl_param_value(param)))
+		return -ENOMEM;
+	if (resume && *resume) {
+		r = hibernated(ctx, resume, entry);
+		if (r == -ENOMEM)
+			return r;
+		if (r > 0)
+			return asprintf(ret_reason, "resume=%s holds a hibernated system, which its own initrd resumes",
+					resume) < 0 ? -ENOMEM : 0;
+		if (r == -ENXIO && (what = find_stacked(ctx)))
+			return asprintf(ret_reason, "resume=%s is not there, and a disk holds %s, which its own initrd may set up",
+					resume, what) < 0 ? -ENOMEM : 0;
+	}
+	if (find_device(ctx, is_hibernated, &p, name))
+		return asprintf(ret_reason, "/dev/%s holds a hibernated system, which its own initrd resumes",
+				name) < 0 ? -ENOMEM : 0;
+	/* Present, even if unreadable or too large for nmbl, is what counts. */
+	r = nmbl_efivar_read(ctx, NMBL_SYSTEMD_GUID, "HibernateLocation", NMBL_SMALL_FILE_MAX,
+			     &location, &len);
+	if (r == -ENOMEM)
+		return r;
+	if (r != -ENOENT)
+		return (*ret_reason = strdup("systemd's HibernateLocation EFI variable names a hibernated system, which its own initrd resumes")) ?
+			0 : -ENOMEM;
+	return 0;
 }
 
 /*
@@ -311,9 +397,9 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 		{ "rd.zfcp", "zFCP" }, { "rd.dasd", "DASD" },
 	};
 	const struct nmbl_param *root = nmbl_cmdline_find(entry, "root");
-	const struct nmbl_param *resume = nmbl_cmdline_find(entry, "resume");
-	_cleanup_free_ char *spec = NULL, *path = NULL, *rspec = NULL, *fstype = NULL;
+	_cleanup_free_ char *spec = NULL, *path = NULL;
 	char name[NMBL_NAME_MAX];
+	struct nmbl_probe p;
 	const char *what;
 	int r;
 
@@ -324,6 +410,9 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 					needs[i][1], needs[i][0]) < 0 ? -ENOMEM : 0;
 	if (!root)
 		return (*ret_reason = strdup("it names no root= for nmbl to mount")) ? 0 : -ENOMEM;
+	r = check_hibernation(ctx, entry, ret_reason);
+	if (r < 0 || *ret_reason)
+		return r;
 	spec = nmbl_param_value(root);
 	if (!spec)
 		return -ENOMEM;
@@ -344,18 +433,18 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 	if (sys_block_has(ctx, name, "dm") || sys_block_has(ctx, name, "md"))
 		return asprintf(ret_reason, "root=%s is a device-mapper or RAID device its own initrd sets up",
 				spec) < 0 ? -ENOMEM : 0;
-	r = probe_fstype(ctx, path, &fstype);
-	if (r == -EXDEV)
+	/* Unreadable: the mount says why. */
+	r = nmbl_probe_path(path, 0, &p);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return 0;
+	if (p.stacked)
+		return asprintf(ret_reason, "root=%s holds %s, which its own initrd sets up",
+				spec, p.stacked) < 0 ? -ENOMEM : 0;
+	if (p.n_devices > 1)
 		return asprintf(ret_reason, "root=%s is a btrfs of several devices, which its own initrd assembles",
 				spec) < 0 ? -ENOMEM : 0;
-	if (resume && !nmbl_cmdline_find(entry, "noresume")) {
-		rspec = nmbl_param_value(resume);
-		if (!rspec)
-			return -ENOMEM;
-		if (hibernated(ctx, rspec))
-			return asprintf(ret_reason, "resume=%s holds a hibernated system, which its own initrd resumes",
-					rspec) < 0 ? -ENOMEM : 0;
-	}
 	return 0;
 }
 

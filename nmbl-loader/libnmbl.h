@@ -253,9 +253,10 @@ const char *nmbl_load_option_get_file(const struct nmbl_load_option *opt);
 size_t nmbl_load_option_get_optional_data(const struct nmbl_load_option *opt,
 					  const void **ret);
 /*
- * Encode an active load option that starts FILE ('/' or '\\' separated)
- * on GPT partition number PARTITION (PARTUUID, START and SIZE in sectors),
- * into a malloc'ed buffer.
+ * Encode an active load option that starts FILE ('/' or '\\' separated,
+ * written as the firmware opens it: '\\' separated from the root, "." and
+ * ".." resolved) on GPT partition number PARTITION (PARTUUID, START and
+ * SIZE in sectors), into a malloc'ed buffer.
  */
 int nmbl_load_option_build(const char *description, const char *partuuid,
 			   uint32_t partition, uint64_t start, uint64_t size,
@@ -263,9 +264,17 @@ int nmbl_load_option_build(const char *description, const char *partuuid,
 /*
  * Have the firmware start FILE, an EFI program on the partition of DISK
  * ("/dev/vda") that starts at sector START (512-byte units), once, at the
- * next boot: a Boot#### load option for it (one that already names it is
- * reused) and BootNext.  The caller reboots; the boot after goes by
- * BootOrder again.  *RET_NUMBER (may be NULL) is the option's number.
+ * next boot: a Boot#### load option for it and BootNext.  The option is
+ * the lowest-numbered one that names the same file on the same GPT
+ * partition, however its path is spelt (case, '/' or '\\', ".", ".."),
+ * else a new one at the lowest free number.  The caller reboots; the boot
+ * after goes by BootOrder again.  *RET_NUMBER (may be NULL) is the
+ * option's number.
+ * -ELOOP, with *RET_NUMBER set all the same so that the caller can name
+ * the option: nmbl set BootNext to this option at the last boot and the
+ * firmware came back to nmbl without starting it (refused, failed, or
+ * returned at once); BootNext is left unset, for the rest of this boot,
+ * so that a default entry cannot reboot into the same refusal forever.
  */
 int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 		       const char *file, const char *description, unsigned *ret_number);

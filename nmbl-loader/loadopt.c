@@ -108,6 +108,58 @@ static int parse_guid(const char *s, unsigned char out[16])
 	return 0;
 }
 
+int nmbl_efi_path_normalize(const char *path, char **ret)
+{
+	size_t len = strlen(path);
+	char *out = malloc(len + 2), *end = out;
+
+	if (!out)
+		return -ENOMEM;
+	/* GRUB separates with '/', UEFI with '\\'.  GRUB found the file with
+	 * "." and ".." resolved as it walked the path, ".." of the root being
+	 * the root: the firmware is given the path GRUB opened. */
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/\\");
+
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			while (end > out && *--end != '\\')
+				;
+		} else if (n > 0 && !(n == 1 && p[0] == '.')) {
+			*end++ = '\\';
+			memcpy(end, p, n);
+			end += n;
+		}
+		p += n;
+		p += strspn(p, "/\\");
+	}
+	if (end == out)
+		*end++ = '\\';
+	*end = '\0';
+	*ret = out;
+	return 0;
+}
+
+bool nmbl_efi_path_equal(const char *a, const char *b)
+{
+	_cleanup_free_ char *na = NULL, *nb = NULL;
+	size_t i;
+
+	if (nmbl_efi_path_normalize(a, &na) < 0 || nmbl_efi_path_normalize(b, &nb) < 0)
+		return false;
+	/* ASCII only: strcasecmp() would follow the caller's locale. */
+	for (i = 0; na[i] && nb[i]; i++) {
+		unsigned char ca = (unsigned char)na[i], cb = (unsigned char)nb[i];
+
+		if (ca >= 'a' && ca <= 'z')
+			ca = (unsigned char)(ca - 'a' + 'A');
+		if (cb >= 'a' && cb <= 'z')
+			cb = (unsigned char)(cb - 'a' + 'A');
+		if (ca != cb)
+			return false;
+	}
+	return na[i] == nb[i];
+}
+
 struct decode {
 	FILE *text;
 	struct nmbl_load_option *opt;
@@ -346,7 +398,7 @@ NMBL_EXPORT int nmbl_load_option_build(const char *description, const char *part
 				       const char *file, void **ret, size_t *ret_len)
 {
 	_cleanup_free_ void *desc16 = NULL, *file16 = NULL;
-	_cleanup_free_ char *backslashed = NULL;
+	_cleanup_free_ char *normal = NULL;
 	unsigned char guid[16], *out, *p;
 	size_t desc_len, file_len, path_len, total;
 	int r;
@@ -356,19 +408,15 @@ NMBL_EXPORT int nmbl_load_option_build(const char *description, const char *part
 	r = parse_guid(partuuid, guid);
 	if (r < 0)
 		return r;
-	/* EFI paths separate with backslashes and start at the root. */
-	backslashed = malloc(strlen(file) + 2);
-	if (!backslashed)
-		return -ENOMEM;
-	snprintf(backslashed, strlen(file) + 2, "%s%s",
-		 file[0] == '/' || file[0] == '\\' ? "" : "\\", file);
-	for (char *c = backslashed; *c; c++)
-		if (*c == '/')
-			*c = '\\';
+	/* One spelling per file, the firmware's: every option nmbl writes for
+	 * it is then the same bytes. */
+	r = nmbl_efi_path_normalize(file, &normal);
+	if (r < 0)
+		return r;
 	r = nmbl_utf8_to_utf16(description, &desc16, &desc_len);
 	if (r < 0)
 		return r;
-	r = nmbl_utf8_to_utf16(backslashed, &file16, &file_len);
+	r = nmbl_utf8_to_utf16(normal, &file16, &file_len);
 	if (r < 0)
 		return r;
 	path_len = HD_SIZE + 4 + file_len + 4;

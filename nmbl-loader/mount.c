@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -92,59 +93,184 @@ static const char *ro_options(const char *fstype, bool fallback)
 }
 
 /*
- * The file system types nmbl boots from, told by their superblock magic,
- * so that mount(2) is asked for the right type at once and the kernel
- * loads its module on demand.  BUF holds the start of the device.
+ * libblkid's names of the file systems nmbl boots from, and the type
+ * mount(2) is asked for, so that the kernel loads the right module at
+ * once: the ext4 driver mounts ext2 and ext3 as well, with the same
+ * read-only options.
  */
-const char *nmbl_probe_fstype(const void *buf, size_t len)
-{
-	const unsigned char *b = buf;
+static const struct {
+	const char *blkid, *fstype;
+} fs_types[] = {
+	{ "ext4", "ext4" }, { "ext3", "ext4" }, { "ext2", "ext4" }, { "ext4dev", "ext4" },
+	{ "btrfs", "btrfs" }, { "xfs", "xfs" }, { "vfat", "vfat" },
+};
 
-	if (len >= 0x10048 && memcmp(b + 0x10040, "_BHRfS_M", 8) == 0)
-		return "btrfs";
-	if (len >= 1082 && b[1080] == 0x53 && b[1081] == 0xef)
-		return "ext4";
-	if (len >= 4 && memcmp(b, "XFSB", 4) == 0)
-		return "xfs";
-	if (len >= 512 && b[510] == 0x55 && b[511] == 0xaa &&
-	    (memcmp(b + 0x36, "FAT", 3) == 0 ||
-	     memcmp(b + 0x52, "FAT32", 5) == 0))
-		return "vfat";
+/* What an initrd sets up before the file system inside appears, as the
+ * reasons for a kexec name it. */
+static const struct {
+	const char *blkid, *what;
+} stacked_types[] = {
+	{ "crypto_LUKS", "LUKS" },
+	{ "LVM2_member", "LVM" }, { "LVM1_member", "LVM" },
+	{ "linux_raid_member", "RAID (md)" },
+	{ "isw_raid_member", "RAID (Intel firmware)" },
+	{ "ddf_raid_member", "RAID (DDF firmware)" },
+	{ "bcache", "bcache" }, { "vdo", "VDO" }, { "stratis", "Stratis" },
+	{ "BitLocker", "BitLocker" },
+};
+
+static const char *fstype_of(const char *type)
+{
+	for (size_t i = 0; i < sizeof(fs_types) / sizeof(fs_types[0]); i++)
+		if (strcmp(type, fs_types[i].blkid) == 0)
+			return fs_types[i].fstype;
 	return NULL;
 }
 
-int nmbl_read_start(const char *path, void *buf, size_t size, size_t *ret_len)
+/* Any RAID or encryption libblkid knows counts, named or not: nmbl's
+ * initramfs sets up none of them. */
+static const char *stacked_of(const char *type, const char *usage)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	ssize_t n;
+	for (size_t i = 0; i < sizeof(stacked_types) / sizeof(stacked_types[0]); i++)
+		if (strcmp(type, stacked_types[i].blkid) == 0)
+			return stacked_types[i].what;
+	if (usage && strcmp(usage, "raid") == 0)
+		return "RAID (firmware)";
+	if (usage && strcmp(usage, "crypto") == 0)
+		return "an encrypted volume";
+	return NULL;
+}
+
+/* btrfs counts its devices in its primary superblock, at 64 KiB, a field
+ * libblkid does not report: read after its magic, bounds and all. */
+#define BTRFS_SUPER_OFFSET 0x10000
+#define BTRFS_MAGIC_OFFSET 0x40
+#define BTRFS_NUM_DEVICES_OFFSET 0x88
+
+static int btrfs_n_devices(int fd, uint64_t offset, uint64_t *ret)
+{
+	unsigned char sb[BTRFS_NUM_DEVICES_OFFSET + 8];
+	uint64_t n;
+	ssize_t len;
+
+	if (lseek(fd, (off_t)(offset + BTRFS_SUPER_OFFSET), SEEK_SET) < 0)
+		return -errno;
+	len = nmbl_read_full(fd, sb, sizeof(sb));
+	if (len < 0)
+		return (int)len;
+	if ((size_t)len < sizeof(sb) || memcmp(sb + BTRFS_MAGIC_OFFSET, "_BHRfS_M", 8) != 0)
+		return -EBADMSG;
+	n = nmbl_le64(sb + BTRFS_NUM_DEVICES_OFFSET);
+	if (n == 0)
+		return -EBADMSG;
+	*ret = n;
+	return 0;
+}
+
+static int blkid_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+/*
+ * The file system comes from libblkid's safe probe, as mount(8) and udev
+ * take it: none when two signatures disagree, none on a RAID member or
+ * LUKS.  The stacked layer and a hibernated system are looked for among
+ * every signature on the device, so that a second signature cannot hide
+ * them.
+ */
+static int probe_fd(int fd, uint64_t offset, struct nmbl_probe *ret)
+{
+	_cleanup_blkid_probe_ blkid_probe pr = NULL;
+	struct nmbl_probe p = { .n_devices = 1 };
+	const char *type, *usage;
+	int r;
+
+	pr = blkid_new_probe();
+	if (!pr)
+		return -ENOMEM;
+	errno = 0;
+	if (blkid_probe_set_device(pr, fd, (blkid_loff_t)offset, 0) != 0)
+		return blkid_errno();
+	if (blkid_probe_enable_superblocks(pr, 1) < 0 ||
+	    blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE) < 0)
+		return -ENOMEM;
+
+	while ((r = blkid_do_probe(pr)) == 0) {
+		if (blkid_probe_lookup_value(pr, "TYPE", &type, NULL) < 0)
+			continue;
+		if (blkid_probe_lookup_value(pr, "USAGE", &usage, NULL) < 0)
+			usage = NULL;
+		if (!p.stacked)
+			p.stacked = stacked_of(type, usage);
+		if (strcmp(type, "swsuspend") == 0)
+			p.hibernated = true;
+	}
+	if (r < 0)
+		return blkid_errno();
+
+	blkid_reset_probe(pr);
+	r = blkid_do_safeprobe(pr);
+	if (r == -1)
+		return blkid_errno();
+	if (r == 0 && blkid_probe_lookup_value(pr, "TYPE", &type, NULL) == 0)
+		p.fstype = fstype_of(type);
+	if (p.fstype && strcmp(p.fstype, "btrfs") == 0) {
+		r = btrfs_n_devices(fd, offset, &p.n_devices);
+		if (r < 0)
+			return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+int nmbl_probe_path(const char *path, uint64_t offset, struct nmbl_probe *ret)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0)
 		return -errno;
-	n = nmbl_read_full(fd, buf, size);
-	if (n < 0)
-		return (int)n;
-	*ret_len = (size_t)n;
-	return 0;
+	return probe_fd(fd, offset, ret);
+}
+
+int nmbl_probe_buffer(const void *buf, size_t len, struct nmbl_probe *ret)
+{
+	_cleanup_close_ int fd = memfd_create("nmbl-probe", MFD_CLOEXEC);
+	size_t done = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return probe_fd(fd, 0, ret);
+}
+
+const char *nmbl_probe_fstype(const void *buf, size_t len)
+{
+	struct nmbl_probe p;
+
+	return nmbl_probe_buffer(buf, len, &p) < 0 ? NULL : p.fstype;
 }
 
 int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,
 		      const char **ret_fstype, uint64_t *ret_n_devices)
 {
-	_cleanup_free_ unsigned char *buf = NULL;
-	size_t len;
+	struct nmbl_probe p;
 	int r;
 
-	buf = malloc(NMBL_PROBE_SIZE);
-	if (!buf)
-		return -ENOMEM;
-	r = nmbl_read_start(dev, buf, NMBL_PROBE_SIZE, &len);
+	r = nmbl_probe_path(dev, 0, &p);
 	if (r < 0)
 		return r;
-	*ret_fstype = nmbl_probe_fstype(buf, len);
-	/* btrfs counts its devices in the superblock; the others have one. */
-	*ret_n_devices = *ret_fstype && strcmp(*ret_fstype, "btrfs") == 0 && len >= 0x10090 ?
-		nmbl_le64(buf + 0x10088) : 1;
-	nmbl_dbg(ctx, "%s: %s", dev, *ret_fstype ? *ret_fstype : "unknown file system");
+	nmbl_dbg(ctx, "%s: %s", dev, p.fstype ? p.fstype : "unknown file system");
+	*ret_fstype = p.fstype;
+	*ret_n_devices = p.n_devices;
 	return 0;
 }
 

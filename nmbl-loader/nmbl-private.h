@@ -2,6 +2,7 @@
 #ifndef NMBL_PRIVATE_H
 #define NMBL_PRIVATE_H
 
+#include <blkid/blkid.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -57,6 +58,8 @@ void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
 #define NMBL_EFI_GLOBAL_GUID "8be4df61-93ca-11d2-aa0d-00e098032b8c"
 /* systemd's Boot Loader Interface vendor. */
 #define NMBL_LOADER_GUID "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+/* systemd's own vendor: HibernateLocation (systemd 255 and later). */
+#define NMBL_SYSTEMD_GUID "8cf2644b-4b0b-428f-9387-6d876050dc67"
 /* nmbl's own vendor, for the variables only nmbl reads. */
 #define NMBL_VENDOR_GUID "ae17c541-beff-44af-a46f-e16a7a0ed200"
 
@@ -115,17 +118,37 @@ int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret);
 int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 			char *ret_name, size_t size);
 
-/* The file system type whose superblock BUF starts with, or NULL; BUF
- * should hold NMBL_PROBE_SIZE bytes (btrfs keeps its superblock at 64 KiB). */
-#define NMBL_PROBE_SIZE (64 * 1024 + 4096)
+/* What libblkid finds on a block device (mount.c). */
+struct nmbl_probe {
+	/* The file system nmbl mounts, as mount(2) names it ("ext4", "btrfs",
+	 * "xfs", "vfat"), when libblkid is sure of it; else NULL. */
+	const char *fstype;
+	/* How many devices that file system spans (btrfs: its superblock's). */
+	uint64_t n_devices;
+	/* What some initrd sets up before a file system appears ("LUKS",
+	 * "LVM", "RAID (md)", ...), found among all its signatures; NULL. */
+	const char *stacked;
+	/* A swap that holds a hibernated system (libblkid's "swsuspend"). */
+	bool hibernated;
+};
+/* Probe the file or device PATH from byte OFFSET on (a swap file's header
+ * inside a file system: resume_offset=). */
+int nmbl_probe_path(const char *path, uint64_t offset, struct nmbl_probe *ret);
+/* The same for BUF as a whole device, as tests and fuzzers feed it. */
+int nmbl_probe_buffer(const void *buf, size_t len, struct nmbl_probe *ret);
+/* Its file system type and stacked layer, or NULL (also on error). */
 const char *nmbl_probe_fstype(const void *buf, size_t len);
-/* The same for the device DEV (NULL *RET_FSTYPE when unknown), and how
- * many devices its file system spans. */
+const char *nmbl_probe_stacked(const void *buf, size_t len);
+/* The file system on device DEV (NULL *RET_FSTYPE when unknown), and how
+ * many devices it spans. */
 int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,
 		      const char **ret_fstype, uint64_t *ret_n_devices);
-/* What an initrd must set up on a device whose start BUF holds: "LUKS",
- * "LVM", "RAID (md)", or NULL. */
-const char *nmbl_probe_stacked(const void *buf, size_t len);
+
+/* The unique GUID (lower case) of the GPT partition of disk DEV that starts
+ * at sector START (512-byte units), as libblkid reads the table: CRCs
+ * checked, the backup header when the primary is damaged (bootnext.c).
+ * -ENOTBLK when DEV has no valid GPT, -ENXIO when no entry starts there. */
+int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37]);
 
 /* The module of file system FSTYPE ("fs-FSTYPE") and what it needs,
  * loaded here rather than by the kernel starting modprobe at the mount;
@@ -238,9 +261,6 @@ void nmbl_modules_release(struct nmbl_ctx *ctx);
 /* "<root><path>", malloc'ed; NULL when out of memory. */
 char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);
 
-/* The first SIZE bytes (fewer at its end) of the file or device PATH. */
-int nmbl_read_start(const char *path, void *buf, size_t size, size_t *ret_len);
-
 /* read(2) until SIZE bytes or end of file; the count read, or -errno. */
 ssize_t nmbl_read_full(int fd, void *buf, size_t size);
 
@@ -272,6 +292,12 @@ static inline void nmbl_closep(int *fd)
 }
 #define _cleanup_free_ __attribute__((cleanup(nmbl_freep)))
 #define _cleanup_close_ __attribute__((cleanup(nmbl_closep)))
+static inline void nmbl_blkid_free_probep(blkid_probe *pr)
+{
+	if (*pr)
+		blkid_free_probe(*pr);
+}
+#define _cleanup_blkid_probe_ __attribute__((cleanup(nmbl_blkid_free_probep)))
 
 static inline void *nmbl_take_ptr(void *pp)
 {

@@ -147,6 +147,14 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 		       "or the program init= names)";
 	case ENODEV:
 		return "Linux cannot mount that file system";
+	case EIO:
+		return "the disk could not be read (a bad block, or a disk that "
+		       "went away)";
+	case EBUSY:
+		return "the device is still mounted, and a second mount would "
+		       "share that mount's options";
+	case EXDEV:
+		return "the path leads out of the partition it names";
 	default:
 		return strerror(-err);
 	}

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -74,6 +76,57 @@ static int choose(const char *kernel, const char *cmdline, char *reason, size_t 
 	snprintf(reason, size, "%s", why ? why : "");
 	free(why);
 	return method;
+}
+
+static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "failed: %s\n", cmd);
+		exit(2);
+	}
+}
+
+/* PATH below the fixture root: SIZE bytes, sparse. */
+static char *sparse(const char *path, off_t size)
+{
+	char *full;
+
+	fixture_write(path, "", 0);
+	full = strdup(fixture_path(path));
+	CHECK(full && truncate(full, size) == 0);
+	return full;
+}
+
+static void put(const char *path, off_t off, const void *data, size_t len)
+{
+	int fd = open(fixture_path(path), O_RDWR | O_CLOEXEC);
+
+	CHECK(fd >= 0 && pwrite(fd, data, len, off) == (ssize_t)len);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A swap made by mkswap. */
+static void make_swap(const char *path)
+{
+	char *full = sparse(path, 1 << 20);
+
+	run("mkswap -q %s >/dev/null 2>&1", full);
+	free(full);
+}
+
+/* What the kernel writes over a swap's signature when it hibernates into
+ * it, or the signature again. */
+static void hibernate(const char *path, bool hibernated)
+{
+	put(path, 4096 - 10, hibernated ? "S1SUSPEND" : "SWAPSPACE2", hibernated ? 9 : 10);
 }
 
 static void test_cmdline_is_split_as_the_kernel_splits_it(void)
@@ -161,7 +214,8 @@ static void test_another_kernel_or_a_uki_is_kexeced(void)
 static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 {
 	const char *k = "console=tty0 console=ttyS0,115200";
-	unsigned char luks[4096] = "LUKS\xba\xbe", btrfs[0x11000] = { 0 }, swap[4096] = { 0 };
+	unsigned char luks[4096] = "LUKS\xba\xbe", md[256] = { 0 };
+	char *a, *b;
 	char why[512], line[512];
 
 	machine();
@@ -185,21 +239,42 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
 	CHECK_STR(why, "root=UUID=d0 is a device-mapper or RAID device its own initrd sets up");
 
-	memcpy(btrfs + 0x10040, "_BHRfS_M", 8);
-	btrfs[0x10088] = 2;
-	fixture_write("/dev/vdc1", btrfs, sizeof(btrfs));
+	/* md 1.0 keeps its superblock at the end of the device. */
+	fixture_text("/sys/class/block/vde/size", "4096\n");
+	free(sparse("/dev/vde", 2 << 20));
+	memcpy(md, "\xfc\x4e\x2b\xa9\x01", 5); /* magic, major_version 1 */
+	md[144] = ((2 << 20) - 8192) / 512 % 256;   /* super_offset (sectors) */
+	md[145] = ((2 << 20) - 8192) / 512 / 256;
+	put("/dev/vde", (2 << 20) - 8192, md, sizeof(md));
+	snprintf(line, sizeof(line), "root=UUID=0ff %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "root=UUID=0ff is not there, and a disk holds RAID (md), which its own initrd may set up");
+	remove(fixture_path("/dev/vde"));
+
+	/* There, but LUKS: no file system nmbl could mount. */
+	fixture_write("/dev/vdf", luks, sizeof(luks));
+	link_dev("/dev/disk/by-uuid/c1", "../../vdf");
+	snprintf(line, sizeof(line), "root=UUID=c1 %s", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "root=UUID=c1 holds LUKS, which its own initrd sets up");
+	remove(fixture_path("/dev/vdf"));
+
+	/* One of two devices of a btrfs. */
+	a = sparse("/dev/vdc1", 128 << 20);
+	b = sparse("/dev/vdc2", 128 << 20);
+	run("mkfs.btrfs -q -f -d single -m single %s %s >/dev/null", a, b);
+	free(a), free(b);
 	link_dev("/dev/disk/by-label/multi", "../../vdc1");
 	snprintf(line, sizeof(line), "root=LABEL=multi %s", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
 	CHECK_STR(why, "root=LABEL=multi is a btrfs of several devices, which its own initrd assembles");
 
-	memcpy(swap + 4096 - 10, "S1SUSPEND", 9);
-	fixture_write("/dev/vda2", swap, sizeof(swap));
+	make_swap("/dev/vda2");
+	hibernate("/dev/vda2", true);
 	snprintf(line, sizeof(line), "root=UUID=7a46e7a1 resume=/dev/vda2 %s", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
 	CHECK_STR(why, "resume=/dev/vda2 holds a hibernated system, which its own initrd resumes");
-	memcpy(swap + 4096 - 10, "SWAPSPACE2", 10);
-	fixture_write("/dev/vda2", swap, sizeof(swap));
+	hibernate("/dev/vda2", false);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
 
 	snprintf(line, sizeof(line), "root=nfs:10.0.0.1:/root %s", k);
@@ -207,6 +282,64 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	CHECK_STR(why, "root=nfs:10.0.0.1:/root is no local block device nmbl mounts itself");
 	CHECK_INT(choose(KERNEL, k, why, sizeof(why)), NMBL_BOOT_KEXEC);
 	CHECK_STR(why, "it names no root= for nmbl to mount");
+}
+
+/*
+ * Debian's initrd keeps RESUME= to itself, systemd 255 and later note the
+ * place in an EFI variable: any swap that holds a hibernated system, and
+ * that variable, make the entry's own initrd boot it, which resumes the
+ * system; unless the entry says noresume.
+ */
+static void test_hibernated_system_is_resumed_by_its_own_initrd(void)
+{
+	static const char var[] = "/sys/firmware/efi/efivars/HibernateLocation-" NMBL_SYSTEMD_GUID;
+	static const char location[] = "\x07\0\0\0{\"uuid\":\"0ff\",\"offset\":0}";
+	const char *k = "root=UUID=7a46e7a1 console=tty0 console=ttyS0,115200";
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	char why[512], line[512], swap[4096];
+	int fd;
+
+	machine();
+	fixture_text("/sys/class/block/vda4/partition", "4\n");
+	make_swap("/dev/vda4");
+	CHECK_INT(choose(KERNEL, k, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	hibernate("/dev/vda4", true);
+	CHECK_INT(choose(KERNEL, k, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "/dev/vda4 holds a hibernated system, which its own initrd resumes");
+	snprintf(line, sizeof(line), "%s noresume", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+
+	/* A swap file in the root file system, resume_offset= pages in. */
+	fd = open(fixture_path("/dev/vda4"), O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && pread(fd, swap, sizeof(swap), 0) == (ssize_t)sizeof(swap));
+	close(fd);
+	hibernate("/dev/vda4", false);
+	put("/dev/vda3", (off_t)(16 * page), swap, sizeof(swap));
+	CHECK_INT(truncate(fixture_path("/dev/vda3"), (off_t)(16 * page + (1 << 20))), 0);
+	snprintf(line, sizeof(line), "%s resume=UUID=7a46e7a1", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	snprintf(line, sizeof(line), "%s resume=UUID=7a46e7a1 resume_offset=16", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "resume=UUID=7a46e7a1 holds a hibernated system, which its own initrd resumes");
+
+	/* systemd's record of where it hibernated. */
+	machine();
+	fixture_write(var, location, sizeof(location) - 1);
+	CHECK_INT(choose(KERNEL, k, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "systemd's HibernateLocation EFI variable names a hibernated system, which its own initrd resumes");
+	snprintf(line, sizeof(line), "%s noresume", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	remove(fixture_path(var));
+
+	/* resume= names what is not there, and a disk holds LUKS. */
+	fixture_text("/sys/class/block/vdb/size", "8\n");
+	fixture_write("/dev/vdb", "LUKS\xba\xbe\0\1", 8);
+	CHECK(truncate(fixture_path("/dev/vdb"), 1 << 20) == 0);
+	snprintf(line, sizeof(line), "%s resume=/dev/mapper/swap", k);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
+	CHECK_STR(why, "resume=/dev/mapper/swap is not there, and a disk holds LUKS, which its own initrd may set up");
+	remove(fixture_path("/dev/vdb"));
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
 }
 
 static void test_switch_root_mounts_the_entry_root(void)
@@ -341,6 +474,7 @@ int main(void)
 		test_kernel_parameters_must_be_the_running_ones,
 		test_another_kernel_or_a_uki_is_kexeced,
 		test_what_its_own_initrd_sets_up_is_kexeced,
+		test_hibernated_system_is_resumed_by_its_own_initrd,
 		test_switch_root_mounts_the_entry_root,
 		test_switch_root_flags_and_names,
 		test_switch_root_refuses_what_it_cannot_boot,

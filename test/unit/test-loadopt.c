@@ -63,6 +63,47 @@ static void test_build_refuses_bad_arguments(void)
 	CHECK(buf == NULL);
 }
 
+/* One spelling for a file, the one the firmware opens; its case is kept. */
+static void test_efi_paths(void)
+{
+	static const char *const cases[][2] = {
+		{ "/EFI/x/a.efi", "\\EFI\\x\\a.efi" },
+		{ "\\EFI\\X\\A.EFI", "\\EFI\\X\\A.EFI" },
+		{ "/EFI/./x/../x/a.efi", "\\EFI\\x\\a.efi" },
+		{ "//EFI\\/x///a.efi/", "\\EFI\\x\\a.efi" },
+		{ "EFI/x/a.efi", "\\EFI\\x\\a.efi" },
+		{ "/../../a.efi", "\\a.efi" },
+		{ "/EFI/x/../../a.efi", "\\a.efi" },
+		{ "/./.", "\\" },
+		{ "", "\\" },
+		{ "/EFI/.../..a/a..efi", "\\EFI\\...\\..a\\a..efi" },
+	};
+	void *buf = NULL;
+	size_t len = 0;
+	char *s = NULL;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		CHECK_INT(nmbl_efi_path_normalize(cases[i][0], &s), 0);
+		CHECK_STR(s, cases[i][1]);
+		free(s);
+		CHECK(nmbl_efi_path_equal(cases[i][0], cases[i][1]));
+	}
+	CHECK(nmbl_efi_path_equal("/efi/X/A.efi", "\\EFI\\x\\a.EFI"));
+	CHECK(!nmbl_efi_path_equal("/EFI/x/a.efi", "/EFI/x/a.efi.bak"));
+	CHECK(!nmbl_efi_path_equal("/EFI/x/a.efi", "/EFI/y/a.efi"));
+	CHECK(!nmbl_efi_path_equal("/EFI/x/a.efi", "/EFI/x"));
+	/* Case folds in ASCII only, as in any locale. */
+	CHECK(!nmbl_efi_path_equal("/\xc3\xa9.efi", "/\xc3\x89.efi"));
+
+	/* The option holds that spelling. */
+	CHECK_INT(nmbl_load_option_build("x", ESP_UUID, 1, 2048, 204800, "/EFI/./x//../X/a.efi",
+					 &buf, &len), 0);
+	/* description "x", HD node, file node (12 units and the NUL), end */
+	CHECK_INT(len, 6 + 4 + 42 + (2 * 13 + 4) + 4);
+	CHECK(memcmp((unsigned char *)buf + 6 + 4 + 42 + 4, "\\\0E\0F\0I\0\\\0X\0\\\0a\0", 16) == 0);
+	free(buf);
+}
+
 /* What OVMF makes of its built-in shell and a virtio disk. */
 static const unsigned char shell_option[] = {
 	0x01, 0x00, 0x00, 0x00, 0x2c, 0x00,
@@ -225,6 +266,7 @@ int main(void)
 	static void (*const tests[])(void) = {
 		test_build_and_parse_round_trip,
 		test_build_refuses_bad_arguments,
+		test_efi_paths,
 		test_parse_firmware_options,
 		test_parse_refuses_malformed_options,
 		test_utf16_conversions,

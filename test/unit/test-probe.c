@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The probes on images as real as a test can make them: file systems made
+ * by their own mkfs, the signatures of what an initrd sets up written
+ * where libblkid looks for them (mdadm, cryptsetup and lvm need devices),
+ * a swap holding a hibernated system, and GPT disks whose primary table is
+ * damaged.  Sparse files, so a 128 MiB btrfs costs nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nmbl-private.h"
+#include "unit.h"
+
+#define MiB (1024 * 1024)
+#define MD_MAGIC 0xa92b4efc
+#define UUID_A "0a0a0a0a-1111-4222-8333-0a0a0a0a0a0a"
+#define UUID_B "0b0b0b0b-1111-4222-8333-0b0b0b0b0b0b"
+
+static struct nmbl_ctx *ctx;
+
+static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "failed: %s\n", cmd);
+		exit(2);
+	}
+}
+
+/* /img/NAME below the fixture root, SIZE bytes of zeros (sparse). */
+static char *image(const char *name, off_t size)
+{
+	char path[256];
+	char *full;
+
+	snprintf(path, sizeof(path), "/img/%s", name);
+	fixture_write(path, "", 0);
+	full = strdup(fixture_path(path));
+	if (!full || truncate(full, size) < 0) {
+		perror(name);
+		exit(2);
+	}
+	return full;
+}
+
+static void put(const char *path, off_t off, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || pwrite(fd, data, len, off) != (ssize_t)len || close(fd) < 0) {
+		perror(path);
+		exit(2);
+	}
+}
+
+static void get(const char *path, off_t off, void *data, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || pread(fd, data, len, off) != (ssize_t)len || close(fd) < 0) {
+		perror(path);
+		exit(2);
+	}
+}
+
+static void le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void le64(unsigned char *p, uint64_t v)
+{
+	le32(p, (uint32_t)v);
+	le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static struct nmbl_probe probe(const char *path, uint64_t offset)
+{
+	struct nmbl_probe p = { .fstype = "untouched" };
+
+	CHECK_INT(nmbl_probe_path(path, offset, &p), 0);
+	return p;
+}
+
+static void test_file_systems_by_their_mkfs(void)
+{
+	char *ext4 = image("ext4", 8 * MiB), *ext2 = image("ext2", 8 * MiB);
+	char *vfat = image("vfat", 8 * MiB), *btrfs = image("btrfs", 128 * MiB);
+	char *a = image("btrfs-a", 128 * MiB), *b = image("btrfs-b", 128 * MiB);
+	const char *fstype = "untouched";
+	uint64_t n = 0;
+	struct nmbl_probe p;
+
+	run("mkfs.ext4 -q -F %s", ext4);
+	run("mkfs.ext2 -q -F %s", ext2);
+	run("mkfs.vfat %s >/dev/null", vfat);
+	run("mkfs.btrfs -q -f %s >/dev/null", btrfs);
+	run("mkfs.btrfs -q -f -d single -m single %s %s >/dev/null", a, b);
+
+	p = probe(ext4, 0);
+	CHECK_STR(p.fstype, "ext4");
+	CHECK_INT(p.n_devices, 1);
+	CHECK(!p.stacked && !p.hibernated);
+	/* The ext4 driver mounts ext2 too, with the same options. */
+	CHECK_STR(probe(ext2, 0).fstype, "ext4");
+	CHECK_STR(probe(vfat, 0).fstype, "vfat");
+	p = probe(btrfs, 0);
+	CHECK_STR(p.fstype, "btrfs");
+	CHECK_INT(p.n_devices, 1);
+	p = probe(b, 0);
+	CHECK_STR(p.fstype, "btrfs");
+	CHECK_INT(p.n_devices, 2);
+
+	CHECK_INT(nmbl_probe_device(ctx, a, &fstype, &n), 0);
+	CHECK_STR(fstype, "btrfs");
+	CHECK_INT(n, 2);
+	CHECK_INT(nmbl_probe_device(ctx, "/nonexistent", &fstype, &n), -ENOENT);
+	CHECK_STR(fstype, "btrfs");
+	free(ext4), free(ext2), free(vfat), free(btrfs), free(a), free(b);
+}
+
+/* A FAT boot sector left in front of an ext4: two file systems claim the
+ * device, and libblkid (like mount(8) and udev) names neither. */
+static void test_two_file_systems_name_none(void)
+{
+	char *dev = image("both", 8 * MiB), *fat = image("fat", 8 * MiB);
+	unsigned char sector[512];
+
+	run("mkfs.ext4 -q -F %s && mkfs.vfat %s >/dev/null", dev, fat);
+	get(fat, 0, sector, sizeof(sector));
+	put(dev, 0, sector, sizeof(sector));
+	CHECK(probe(dev, 0).fstype == NULL);
+	free(dev), free(fat);
+}
+
+static void test_stacked_layers(void)
+{
+	static const char luks[] = "LUKS\xba\xbe\0\1aes";
+	char *dev = image("luks", 2 * MiB);
+	unsigned char buf[4096] = { 0 }, sb[256] = { 0 };
+	struct nmbl_probe p;
+	uint64_t off;
+
+	put(dev, 0, luks, sizeof(luks));
+	p = probe(dev, 0);
+	CHECK_STR(p.stacked, "LUKS");
+	CHECK(p.fstype == NULL);
+	/* The entry fuzzers use: the buffer as the whole device. */
+	memcpy(buf, luks, sizeof(luks));
+	CHECK_STR(nmbl_probe_stacked(buf, sizeof(buf)), "LUKS");
+	CHECK(nmbl_probe_fstype(buf, sizeof(buf)) == NULL);
+	CHECK(nmbl_probe_stacked(buf, 6) == NULL);
+	CHECK(nmbl_probe_stacked(NULL, 0) == NULL);
+	free(dev);
+
+	/* md 1.0 keeps its superblock at the end, 8 KiB before the last
+	 * 4 KiB boundary, and a RAID1 member's start is the file system:
+	 * the member must not pass for the file system. */
+	dev = image("md10", 8 * MiB + 3 * 512);
+	run("mkfs.ext4 -q -F %s 7M", dev);
+	CHECK_STR(probe(dev, 0).fstype, "ext4");
+	off = ((8 * MiB + 3 * 512) & ~(uint64_t)4095) - 8192;
+	le32(sb, MD_MAGIC);
+	le32(sb + 4, 1);           /* major_version */
+	le64(sb + 144, off / 512); /* super_offset, in sectors */
+	put(dev, (off_t)off, sb, sizeof(sb));
+	p = probe(dev, 0);
+	CHECK_STR(p.stacked, "RAID (md)");
+	CHECK(p.fstype == NULL);
+	free(dev);
+
+	/* md 0.90: 64 KiB before the last 64 KiB boundary. */
+	dev = image("md090", 8 * MiB + 4096);
+	run("mkfs.ext4 -q -F %s 7M", dev);
+	memset(sb, 0, sizeof(sb));
+	le32(sb, MD_MAGIC);
+	le32(sb + 8, 90); /* minor_version */
+	put(dev, 8 * MiB - 65536, sb, sizeof(sb));
+	CHECK_STR(probe(dev, 0).stacked, "RAID (md)");
+	free(dev);
+
+	/* md 1.2, 4 KiB in. */
+	dev = image("md12", 2 * MiB);
+	memset(sb, 0, sizeof(sb));
+	le32(sb, MD_MAGIC);
+	le32(sb + 4, 1);
+	le64(sb + 144, 8);
+	put(dev, 4096, sb, sizeof(sb));
+	CHECK_STR(probe(dev, 0).stacked, "RAID (md)");
+	free(dev);
+
+	/* Intel's firmware RAID (IMSM), two sectors before the end. */
+	dev = image("isw", 2 * MiB);
+	put(dev, 2 * MiB - 1024, "Intel Raid ISM Cfg Sig. 1.0.00", 30);
+	CHECK_STR(probe(dev, 0).stacked, "RAID (Intel firmware)");
+	free(dev);
+}
+
+/* LVM's label checksum (lib/label/label.c): from offset_xl to the end of
+ * the label's sector. */
+static uint32_t lvm_crc(const unsigned char *p, size_t len)
+{
+	static const uint32_t tab[] = {
+		0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac, 0x76dc4190, 0x6b6b51f4,
+		0x4db26158, 0x5005713c, 0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
+		0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
+	};
+	uint32_t crc = 0xf597a6cf;
+
+	for (size_t i = 0; i < len; i++) {
+		crc ^= p[i];
+		crc = (crc >> 4) ^ tab[crc & 0xf];
+		crc = (crc >> 4) ^ tab[crc & 0xf];
+	}
+	return crc;
+}
+
+static void test_lvm_physical_volume(void)
+{
+	char *dev = image("lvm", 4 * MiB);
+	unsigned char label[512] = "LABELONE";
+
+	le64(label + 8, 1);  /* the label's own sector */
+	le32(label + 20, 32); /* offset_xl */
+	memcpy(label + 24, "LVM2 001", 8);
+	memcpy(label + 32, "abcdefghijklmnopqrstuvwxyz012345", 32);
+	le32(label + 16, lvm_crc(label + 20, sizeof(label) - 20));
+	put(dev, 512, label, sizeof(label));
+	CHECK_STR(probe(dev, 0).stacked, "LVM");
+	/* A label whose checksum fails is no physical volume. */
+	label[100] ^= 1;
+	put(dev, 512, label, sizeof(label));
+	CHECK(probe(dev, 0).stacked == NULL);
+	free(dev);
+}
+
+static void test_hibernated_swap(void)
+{
+	char *swap = image("swap", 1 * MiB), *file = image("with-swapfile", 3 * MiB);
+	unsigned char page[4096];
+	struct nmbl_probe p;
+
+	run("mkswap -q %s >/dev/null 2>&1", swap);
+	p = probe(swap, 0);
+	CHECK(!p.hibernated && !p.stacked && !p.fstype);
+	/* What the kernel writes over the swap signature when it hibernates. */
+	put(swap, 4096 - 10, "S1SUSPEND", 9);
+	p = probe(swap, 0);
+	CHECK(p.hibernated);
+	CHECK(p.fstype == NULL);
+
+	/* A swap file: its header where resume_offset= says, not at 0. */
+	get(swap, 0, page, sizeof(page));
+	put(file, 1 * MiB, page, sizeof(page));
+	CHECK(!probe(file, 0).hibernated);
+	CHECK(probe(file, 1 * MiB).hibernated);
+	put(swap, 4096 - 10, "SWAPSPACE2", 10);
+	CHECK(!probe(swap, 0).hibernated);
+	free(swap), free(file);
+}
+
+/* Two partitions; the first at sector 2048. */
+static char *gpt_disk(const char *name, const char *label)
+{
+	char *dev = image(name, 8 * MiB);
+
+	run("printf 'label: %s\\nunit: sectors\\n"
+	    "start=2048, size=4096, type=U, uuid=" UUID_A "\\n"
+	    "start=6144, size=8192, uuid=" UUID_B "\\n' | sfdisk -q %s >/dev/null",
+	    label, dev);
+	return dev;
+}
+
+static void test_gpt_partition_guid(void)
+{
+	char *dev = gpt_disk("gpt", "gpt"), *dos = gpt_disk("dos", "dos");
+	char uuid[37] = "untouched";
+	unsigned char sector[512], zeros[512] = { 0 };
+
+	CHECK_INT(nmbl_gpt_partuuid(dev, 2048, uuid), 0);
+	CHECK_STR(uuid, UUID_A);
+	CHECK_INT(nmbl_gpt_partuuid(dev, 6144, uuid), 0);
+	CHECK_STR(uuid, UUID_B);
+	strcpy(uuid, "untouched");
+	CHECK_INT(nmbl_gpt_partuuid(dev, 4096, uuid), -ENXIO);
+	CHECK_INT(nmbl_gpt_partuuid(dos, 2048, uuid), -ENOTBLK);
+	CHECK_INT(nmbl_gpt_partuuid(fixture_path("/img/none"), 2048, uuid), -ENOENT);
+	CHECK_STR(uuid, "untouched");
+
+	/* The primary entries changed behind their checksum: a reader of the
+	 * primary alone would name another partition; the backup's is right. */
+	get(dev, 1024, sector, sizeof(sector));
+	sector[16] ^= 0xff;
+	put(dev, 1024, sector, sizeof(sector));
+	CHECK_INT(nmbl_gpt_partuuid(dev, 2048, uuid), 0);
+	CHECK_STR(uuid, UUID_A);
+	/* No primary header at all. */
+	put(dev, 512, zeros, sizeof(zeros));
+	CHECK_INT(nmbl_gpt_partuuid(dev, 6144, uuid), 0);
+	CHECK_STR(uuid, UUID_B);
+	/* Nor a backup: no table to trust. */
+	put(dev, 8 * MiB - 512, zeros, sizeof(zeros));
+	CHECK_INT(nmbl_gpt_partuuid(dev, 2048, uuid), -ENOTBLK);
+	free(dev), free(dos);
+}
+
+int main(void)
+{
+	static void (*const tests[])(void) = {
+		test_file_systems_by_their_mkfs,
+		test_two_file_systems_name_none,
+		test_stacked_layers,
+		test_lvm_physical_volume,
+		test_hibernated_swap,
+		test_gpt_partition_guid,
+		NULL,
+	};
+
+	return unit_main_ctx(tests, &ctx);
+}
