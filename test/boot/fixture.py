@@ -92,12 +92,13 @@ def workdir(name):
 
 
 def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separate_boot=True,
-              **layout):
+              boot_links=None, **layout):
     """A disk as a Debian install with a separate /boot has it: the nmbl UKI
     (UKI, below the build directory) as the ESP's default loader, /boot with
     grub/grub.cfg and the kernels, and the target's root file system.
     BOOT_FILES maps a name in /boot to the build file to copy there, ESP_FILES
-    a path on the ESP to one.  GRUB_CFG None writes no grub/grub.cfg (the
+    a path on the ESP to one, BOOT_LINKS a name in /boot to the target of a
+    symbolic link made there.  GRUB_CFG None writes no grub/grub.cfg (the
     files bring their own).  Without SEPARATE_BOOT, /boot is a directory of
     the root file system, as Debian installs it.
     LAYOUT goes to mkdisk.build (root_label, root_partuuid, root_fstype,
@@ -119,6 +120,8 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separa
         for dest, src in files.items():
             os.makedirs(os.path.dirname(os.path.join(tree, dest)), exist_ok=True)
             shutil.copy(src, os.path.join(tree, dest))
+    for name, target in (boot_links or {}).items():
+        os.symlink(target, os.path.join(boot, name))
     if grub_cfg is not None:
         os.makedirs(os.path.join(boot, "grub"), exist_ok=True)
         with open(os.path.join(boot, "grub", "grub.cfg"), "w") as f:

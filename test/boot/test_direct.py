@@ -10,6 +10,7 @@ booted by kexec starts a new one, without nmbl's lines)."""
 import functools
 import os
 import re
+import subprocess
 import tempfile
 
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,
@@ -232,3 +233,28 @@ def test_usb_keyboard_drives_the_menu():
             vm.wait_exit(timeout=60)
             log = vm.clean_log()
     assert_direct(log, up, nmbl_id, 3)
+
+
+def test_hibernated_swap_without_resume_kexecs():
+    """Debian keeps the resume device in its initrd, not on the command
+    line: a second disk holding a hibernated system (a swap signature
+    S1SUSPEND, as the kernel leaves it) makes nmbl kexec the entry with its
+    own initrd, which resumes it, rather than switch root past it."""
+    with tempfile.TemporaryDirectory(prefix="nmbl-swap-") as tmp:
+        swap = os.path.join(tmp, "swap.img")
+        with open(swap, "wb") as f:
+            f.truncate(8 << 20)
+        subprocess.run(["mkswap", "-q", swap], check=True, capture_output=True)
+        with open(swap, "r+b") as f:
+            f.seek(4096 - 10)
+            f.write(b"S1SUSPEND\0")
+        args = ["-drive", f"file={swap},format=raw,if=virtio,snapshot=on"]
+        with VM(disk(), snapshot=True, qemu_args=args,
+                log_file=build_path("test", "direct-hibernated.log")) as vm:
+            nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
+            up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+            vm.wait_exit(timeout=60)
+            log = vm.clean_log()
+    assert_kexec(log, up, nmbl_id, kver(),
+                 "/dev/vdb holds a hibernated system, which its own initrd resumes.")
+    assert up.group(2) == bls_cmdline(0)
