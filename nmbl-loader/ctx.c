@@ -52,6 +52,7 @@ NMBL_EXPORT int nmbl_new(const char *root, struct nmbl_ctx **ret_ctx)
 		return -ENOMEM;
 	}
 	ctx->refcount = 1;
+	ctx->chosen.fd = -1;
 	ctx->log_fn = log_stderr;
 	ctx->log_priority = LOG_ERR;
 	*ret_ctx = ctx;
@@ -78,6 +79,7 @@ NMBL_EXPORT struct nmbl_ctx *nmbl_unref(struct nmbl_ctx *ctx)
 		free(m->path);
 		free(m);
 	}
+	nmbl_kernel_file_clear(&ctx->chosen);
 	nmbl_modules_release(ctx);
 	free(ctx->root);
 	free(ctx);

@@ -202,22 +202,29 @@ const char *nmbl_probe_stacked(const void *buf, size_t len)
 	return nmbl_probe_buffer(buf, len, &p) < 0 ? NULL : p.stacked;
 }
 
-static bool is_stacked(const struct nmbl_probe *p)
+/* What find_device() asks of each device: 1 when it holds what is looked
+ * for, with what it found in *RET. */
+static int probe_stacked(const char *dev, struct nmbl_probe *ret)
 {
-	return p->stacked;
+	int r = nmbl_probe_path(dev, 0, ret);
+
+	return r < 0 ? r : ret->stacked != NULL;
 }
 
-static bool is_hibernated(const struct nmbl_probe *p)
+static int probe_hibernated(const char *dev, struct nmbl_probe *ret)
 {
-	return p->hibernated;
+	int r = nmbl_probe_hibernated(dev);
+
+	*ret = (struct nmbl_probe){ .hibernated = r > 0 };
+	return r;
 }
 
 /*
- * The first block device (its name in RET_NAME) on which libblkid finds
- * what MATCH looks for, every disk and partition the kernel has.  A
- * device that cannot be read (a drive without a disc) holds nothing.
+ * The first block device (its name in RET_NAME) on which PROBE finds what
+ * it looks for, every disk and partition the kernel has.  A device that
+ * cannot be read (a drive without a disc) holds nothing.
  */
-static bool find_device(const struct nmbl_ctx *ctx, bool (*match)(const struct nmbl_probe *),
+static bool find_device(const struct nmbl_ctx *ctx, int (*probe)(const char *, struct nmbl_probe *),
 			struct nmbl_probe *ret_probe, char ret_name[NMBL_NAME_MAX])
 {
 	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/block");
@@ -235,12 +242,12 @@ static bool find_device(const struct nmbl_ctx *ctx, bool (*match)(const struct n
 		if (!nmbl_valid_block_name(de->d_name) ||
 		    asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0)
 			continue;
-		r = nmbl_probe_path(dev, 0, &p);
+		r = probe(dev, &p);
 		if (r < 0) {
 			nmbl_dbg(ctx, "probing %s: %s", dev, strerror(-r));
 			continue;
 		}
-		if (match(&p)) {
+		if (r > 0) {
 			strcpy(ret_name, de->d_name);
 			*ret_probe = p;
 			found = true;
@@ -256,7 +263,7 @@ static const char *find_stacked(const struct nmbl_ctx *ctx)
 	char name[NMBL_NAME_MAX];
 	struct nmbl_probe p;
 
-	return find_device(ctx, is_stacked, &p, name) ? p.stacked : NULL;
+	return find_device(ctx, probe_stacked, &p, name) ? p.stacked : NULL;
 }
 
 static bool sys_block_has(const struct nmbl_ctx *ctx, const char *name, const char *sub)
@@ -367,7 +374,7 @@ static int check_hibernation(const struct nmbl_ctx *ctx, const struct nmbl_cmdli
 			return asprintf(ret_reason, "resume=%s is not there, and a disk holds %s, which its own initrd may set up",
 					resume, what) < 0 ? -ENOMEM : 0;
 	}
-	if (find_device(ctx, is_hibernated, &p, name))
+	if (find_device(ctx, probe_hibernated, &p, name))
 		return asprintf(ret_reason, "/dev/%s holds a hibernated system, which its own initrd resumes",
 				name) < 0 ? -ENOMEM : 0;
 	/* Present, even if unreadable or too large for nmbl, is what counts. */
@@ -496,6 +503,7 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 {
 	__attribute__((cleanup(image_unrefp))) struct nmbl_image *img = NULL;
 	_cleanup_cmdline_ struct nmbl_cmdline *running = NULL, *entry = NULL;
+	_cleanup_close_ int fd = -1;
 	const struct nmbl_param *knob;
 	char *reason = NULL;
 	int r;
@@ -511,7 +519,8 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 		r = kexec_because(&reason, "nmbl.boot=kexec asks for kexec always");
 		goto done;
 	}
-	r = nmbl_image_new_from_file(ctx, kernel, &img);
+	fd = nmbl_open_regular(ctx, kernel);
+	r = fd < 0 ? fd : nmbl_image_new_from_fd(ctx, fd, &img);
 	if (r < 0) {
 		/* nmbl_load() says what is wrong with it. */
 		r = kexec_because(&reason, "it is no kernel image nmbl can compare");
@@ -543,6 +552,18 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 done:
 	if (r < 0)
 		return r;
+	/* The file as read, for the check or the load that follows. */
+	if (img) {
+		char *path = strdup(kernel);
+
+		if (!path) {
+			free(reason);
+			return -ENOMEM;
+		}
+		nmbl_kernel_file_clear(&ctx->chosen);
+		ctx->chosen = (struct nmbl_kernel_file){ .path = path, .fd = TAKE_FD(fd),
+							 .img = nmbl_image_ref(img) };
+	}
 	nmbl_info(ctx, "%s: %s%s", kernel, r == NMBL_BOOT_DIRECT ? "direct boot" : "kexec, as ",
 		  reason ? reason : "");
 	*ret_method = (enum nmbl_boot_method)r;

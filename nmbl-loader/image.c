@@ -115,6 +115,15 @@ NMBL_EXPORT int nmbl_image_new_from_file(struct nmbl_ctx *ctx, const char *path,
 	return nmbl_image_new_from_fd(ctx, fd, ret);
 }
 
+void nmbl_kernel_file_clear(struct nmbl_kernel_file *k)
+{
+	free(k->path);
+	if (k->fd >= 0)
+		close(k->fd);
+	nmbl_image_unref(k->img);
+	*k = (struct nmbl_kernel_file){ .fd = -1 };
+}
+
 NMBL_EXPORT struct nmbl_image *nmbl_image_ref(struct nmbl_image *img)
 {
 	if (img)

@@ -192,13 +192,20 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 		return -ENOMEM;
 
 	/* One descriptor: the bytes parsed here are the file the kernel
-	 * reads from it and checks. */
-	fd = nmbl_open_regular(ctx, kernel);
-	if (fd < 0)
-		return fd;
-	r = nmbl_image_new_from_fd(ctx, fd, &f->img);
-	if (r < 0 && r != -ENOEXEC)
-		return r;
+	 * reads from it and checks; nmbl_choose_boot() may have read it. */
+	if (ctx->chosen.path && strcmp(ctx->chosen.path, kernel) == 0) {
+		fd = TAKE_FD(ctx->chosen.fd);
+		f->img = TAKE_PTR(ctx->chosen.img);
+		nmbl_kernel_file_clear(&ctx->chosen);
+	} else {
+		nmbl_kernel_file_clear(&ctx->chosen);
+		fd = nmbl_open_regular(ctx, kernel);
+		if (fd < 0)
+			return fd;
+		r = nmbl_image_new_from_fd(ctx, fd, &f->img);
+		if (r < 0 && r != -ENOEXEC)
+			return r;
+	}
 
 	if (f->img && nmbl_image_get_type(f->img) == NMBL_IMAGE_UKI) {
 		const void *data;

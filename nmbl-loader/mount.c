@@ -233,6 +233,35 @@ int nmbl_probe_path(const char *path, uint64_t offset, struct nmbl_probe *ret)
 	return probe_fd(fd, offset, ret);
 }
 
+/* Only swsuspend, libblkid's one read of a swap's first page: a scan of
+ * every disk for a hibernated system costs one read a device. */
+int nmbl_probe_hibernated(const char *path)
+{
+	static char *only[] = { "swsuspend", NULL };
+	_cleanup_blkid_probe_ blkid_probe pr = NULL;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	const char *type;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	pr = blkid_new_probe();
+	if (!pr)
+		return -ENOMEM;
+	errno = 0;
+	if (blkid_probe_set_device(pr, fd, 0, 0) != 0)
+		return blkid_errno();
+	if (blkid_probe_enable_superblocks(pr, 1) < 0 ||
+	    blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE) < 0 ||
+	    blkid_probe_filter_superblocks_type(pr, BLKID_FLTR_ONLYIN, only) < 0)
+		return -ENOMEM;
+	r = blkid_do_safeprobe(pr);
+	if (r == -1)
+		return blkid_errno();
+	return r == 0 && blkid_probe_lookup_value(pr, "TYPE", &type, NULL) == 0 &&
+	       strcmp(type, "swsuspend") == 0;
+}
+
 int nmbl_probe_buffer(const void *buf, size_t len, struct nmbl_probe *ret)
 {
 	_cleanup_close_ int fd = memfd_create("nmbl-probe", MFD_CLOEXEC);

@@ -35,6 +35,14 @@ struct nmbl_ctx {
 	bool kernel_accepted;
 	/* ... and that kernel is the running one, by the same bytes. */
 	bool accepted_is_running;
+	/* The kernel nmbl_choose_boot() read last, which nmbl_check() or
+	 * nmbl_load() of the same path takes as it is: one descriptor and one
+	 * read for the identity check, the trust check and the load. */
+	struct nmbl_kernel_file {
+		char *path;
+		int fd;
+		struct nmbl_image *img;
+	} chosen;
 	/* libkmod's context, its indexes loaded once for every lookup. */
 	struct kmod_ctx *kmod;
 };
@@ -134,6 +142,9 @@ struct nmbl_probe {
 /* Probe the file or device PATH from byte OFFSET on (a swap file's header
  * inside a file system: resume_offset=). */
 int nmbl_probe_path(const char *path, uint64_t offset, struct nmbl_probe *ret);
+/* 1 when the device PATH is a swap holding a hibernated system: the same
+ * answer as nmbl_probe_path()'s, for the cost of one read. */
+int nmbl_probe_hibernated(const char *path);
 /* The same for BUF as a whole device, as tests and fuzzers feed it. */
 int nmbl_probe_buffer(const void *buf, size_t len, struct nmbl_probe *ret);
 /* Its file system type and stacked layer, or NULL (also on error). */
@@ -216,6 +227,7 @@ const struct nmbl_pe_section *nmbl_pe_section(const struct nmbl_pe *pe,
 int nmbl_image_new_from_buffer(const void *buf, size_t len,
 			       struct nmbl_image **ret);
 int nmbl_image_new_from_fd(struct nmbl_ctx *ctx, int fd, struct nmbl_image **ret);
+void nmbl_kernel_file_clear(struct nmbl_kernel_file *k);
 /* The PE whose signature kexec checks: the kernel itself, or a UKI's .linux. */
 const struct nmbl_pe *nmbl_image_signing_pe(const struct nmbl_image *img);
 /* The signers of PE's Authenticode signatures, as one line (sign.c). */

@@ -446,6 +446,33 @@ static void test_switch_root_never_shares_a_mount(void)
 }
 
 /* Accepted by the kernel, but another kernel than the running one. */
+/* The file chosen, checked and booted is one file, opened once: a file
+ * put in its place afterwards is not what the kernel checks. */
+static void test_kernel_is_opened_once(void)
+{
+	char kernel[4096], other[4096], reason[256];
+	FILE *in = fopen(KERNEL, "rb");
+	static unsigned char buf[1 << 16];
+	size_t n;
+
+	machine();
+	CHECK(in != NULL);
+	n = in ? fread(buf, 1, sizeof(buf), in) : 0;
+	if (in)
+		fclose(in);
+	fixture_write("/boot/vmlinuz-chosen", buf, n);
+	fixture_text("/boot/vmlinuz-other", "MZ, but another file");
+	snprintf(kernel, sizeof(kernel), "%s", fixture_path("/boot/vmlinuz-chosen"));
+	snprintf(other, sizeof(other), "%s", fixture_path("/boot/vmlinuz-other"));
+	CHECK_INT(choose(kernel, RUNNING, reason, sizeof(reason)), NMBL_BOOT_DIRECT);
+	CHECK_INT(rename(other, kernel), 0);
+	CHECK_INT(nmbl_check(ctx, kernel, RUNNING), 0);
+	CHECK(fake.kexec_kernel_len > 2 && memcmp(fake.kexec_kernel, buf, 64) == 0);
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/vda3"), 0);
+	/* Taken once: a second check opens the file anew. */
+	CHECK_INT(nmbl_check(ctx, kernel, RUNNING), -ENOEXEC);
+}
+
 static void test_switch_root_needs_the_running_kernel_checked(void)
 {
 	machine();
@@ -480,6 +507,7 @@ int main(void)
 		test_switch_root_refuses_what_it_cannot_boot,
 		test_switch_root_never_shares_a_mount,
 		test_switch_root_needs_the_running_kernel_checked,
+		test_kernel_is_opened_once,
 		test_switch_root_through_systemd,
 		NULL,
 	};
