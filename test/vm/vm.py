@@ -112,7 +112,7 @@ class VM:
     def __init__(self, disk, *, secure_boot=True, memory=1024, snapshot=False,
                  vars_file=None, log_file=None, echo=None, qemu_args=(),
                  qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
-                 pace=0.02, esc_delay=1.2, tb_size=None):
+                 pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None):
         """disk: raw image, attached as virtio (/dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
         vars_file: EFI variable store to use and keep; made from the template if
@@ -122,6 +122,8 @@ class VM:
         pace: seconds between keys in send(); esc_delay: gap after a lone Esc,
             longer than curses' ESCDELAY (1 s) so it is not merged with the next key.
         tb_size: MiB of TCG's translated-code cache (default: QEMU's own).
+        blkdebug: a QEMU blkdebug configuration file: the disk is read through
+            QEMU's blkdebug driver, which fails the reads that file names.
         """
         code, template = FIRMWARE[bool(secure_boot)]
         self.disk = disk
@@ -136,6 +138,7 @@ class VM:
         self.qemu = qemu
         self.qemu_args = list(qemu_args)
         self.tb_size = tb_size
+        self.blkdebug = blkdebug
         self.pace = pace
         self.esc_delay = esc_delay
         self.stderr = ""  # QEMU's own messages (bad arguments, missing files)
@@ -156,7 +159,8 @@ class VM:
 
     def command(self):
         """The QEMU command line (needs vars_file set; start() does that)."""
-        drive = f"file={self.disk},format=raw,if=virtio"
+        source = f"blkdebug:{self.blkdebug}:{self.disk}" if self.blkdebug else self.disk
+        drive = f"file={source},format=raw,if=virtio"
         if self.snapshot:
             drive += ",snapshot=on"
         accel = "tcg" if self.tb_size is None else f"tcg,tb-size={self.tb_size}"

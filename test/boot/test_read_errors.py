@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A disk with bad blocks: a kernel, an initrd or a grub.cfg that cannot be
+read gives one sentence and the menu back, never a crash; the good entry
+still boots.  QEMU's blkdebug driver fails every read of one sector in the
+middle of each bad file (EIO), as a failing disk or a pulled USB stick
+would; Linux reads the kernel and initrd, GRUB's own drivers the grub.cfg."""
+
+import json
+import os
+import re
+import subprocess
+
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, TARGET_UP, VM, build_path, entry,
+                     expected_cmdline, kver, make_disk, words)
+from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
+
+BOOT_PARTITION = 2
+# A kernel parameter of the entries' own: they are kexec'd, so that their
+# initrd is read (a direct boot would not need it).
+KEXEC = "mitigations=off"
+
+
+def bad_cfg():
+    """A grub.cfg of many blocks, so that one in its middle is data."""
+    filler = "".join(f"# line {i} of a long configuration file\n" for i in range(6000))
+    return filler + "menuentry 'Never shown' { true }\n"
+
+
+def grub_cfg():
+    k = kver()
+    # The configuration first: a failed boot leaves its kernel loaded, and
+    # an entry without one of its own (configfile) would boot that.
+    return ("set timeout=600\n\n"
+            + f"menuentry 'Bad configuration' {{\n\tsearch --no-floppy --fs-uuid --set=root "
+              f"{BOOT_UUID}\n\tconfigfile /bad.cfg\n}}\n"
+            + entry("Bad kernel", "/vmlinuz-bad", f"{KEXEC} nmbl.entry=bad-kernel")
+            + entry("Bad initrd", f"/vmlinuz-{k}", f"{KEXEC} nmbl.entry=bad-initrd",
+                    initrd="/initrd-bad.img")
+            + entry("Good", f"/vmlinuz-{k}", f"{KEXEC} nmbl.entry=good"))
+
+
+def partition(image, number):
+    table = json.loads(subprocess.run(["sfdisk", "--json", image], capture_output=True,
+                                      text=True, check=True).stdout)["partitiontable"]
+    return table["partitions"][number - 1]
+
+
+def middle_sector(image, part, name):
+    """The disk sector holding the middle block of /NAME on PART's ext4."""
+    fs = os.path.join(os.path.dirname(image), "boot.ext4")
+    subprocess.run(["dd", f"if={image}", f"of={fs}", "bs=512", f"skip={part['start']}",
+                    f"count={part['size']}", "status=none"], check=True)
+    header = subprocess.run(["dumpe2fs", "-h", fs], capture_output=True, text=True,
+                            check=True).stdout
+    block_size = int(re.search(r"^Block size:\s+(\d+)", header, re.M).group(1))
+    stat = subprocess.run(["debugfs", "-R", f"stat /{name}", fs], capture_output=True,
+                          text=True, check=True).stdout
+    size = int(re.search(r"Size: (\d+)", stat).group(1))
+    logical = size // block_size // 2
+    out = subprocess.run(["debugfs", "-R", f"bmap /{name} {logical}", fs], capture_output=True,
+                         text=True, check=True).stdout
+    physical = int(out.split()[-1])
+    assert physical > 0, f"/{name} has no block {logical}"
+    os.unlink(fs)
+    return part["start"] + physical * block_size // 512
+
+
+def bad_disk():
+    k = kver()
+    work = build_path("test", "read-errors-src")
+    os.makedirs(work, exist_ok=True)
+    cfg = os.path.join(work, "bad.cfg")
+    with open(cfg, "w") as f:
+        f.write(bad_cfg())
+    image = make_disk("read-errors", grub_cfg(), {
+        "vmlinuz-bad": build_path("test", "vmlinuz-test"),
+        f"vmlinuz-{k}": build_path("test", "vmlinuz-test"),
+        "initrd-bad.img": build_path("test", "target-initrd.img"),
+        f"initrd.img-{k}": build_path("test", "target-initrd.img"),
+        "bad.cfg": cfg})
+    part = partition(image, BOOT_PARTITION)
+    rules = ""
+    for name in ("vmlinuz-bad", "initrd-bad.img", "bad.cfg"):
+        rules += (f'[inject-error]\nevent = "read_aio"\nerrno = "5"\n'
+                  f'sector = "{middle_sector(image, part, name)}"\nonce = "off"\n\n')
+    config = os.path.join(os.path.dirname(image), "blkdebug.conf")
+    with open(config, "w") as f:
+        f.write(rules)
+    return image, config
+
+
+def choose(vm, index):
+    vm.send(KEY_HOME + KEY_DOWN * index + KEY_ENTER)
+
+
+def back_to_the_menu(vm):
+    vm.wait_for("Press any key to continue", timeout=120, clean=True)
+    vm.send(KEY_ENTER)
+    vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60, clean=True)
+
+
+def test_bad_blocks_give_a_sentence_and_the_menu_back():
+    image, config = bad_disk()
+    with VM(image, snapshot=True, blkdebug=config,
+            log_file=build_path("test", "read-errors.log")) as vm:
+        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        choose(vm, 0)
+        vm.wait_for(r"cannot read `/dev/vda\d*': Input/output error", timeout=BOOT_TIMEOUT,
+                    clean=True)
+        back_to_the_menu(vm)
+        choose(vm, 1)
+        vm.wait_for(words("cannot load /vmlinuz-bad: the disk could not be read"),
+                    timeout=BOOT_TIMEOUT, clean=True)
+        back_to_the_menu(vm)
+        choose(vm, 2)
+        vm.wait_for(words(f"cannot load /vmlinuz-{kver()}: the disk could not be read"),
+                    timeout=BOOT_TIMEOUT, clean=True)
+        back_to_the_menu(vm)
+        choose(vm, 3)
+        up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_exit(timeout=60)
+        log = vm.clean_log()
+    assert up.group(2) == expected_cmdline(f"/vmlinuz-{kver()}", f"{KEXEC} nmbl.entry=good")
+    assert "the boot menu" not in log, "the menu crashed on a read error"
+    assert "Never shown" not in log, "a grub.cfg with a bad block was shown"
