@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -94,4 +97,18 @@ int unit_main(void (*const tests[])(void))
 	if (unit_failures)
 		fprintf(stderr, "%d check(s) failed\n", unit_failures);
 	return unit_failures ? 1 : 0;
+}
+
+void fixture_run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "failed: %s\n", cmd);
+		exit(2);
+	}
 }

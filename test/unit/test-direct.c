@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -78,21 +77,6 @@ static int choose(const char *kernel, const char *cmdline, char *reason, size_t 
 	return method;
 }
 
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "failed: %s\n", cmd);
-		exit(2);
-	}
-}
-
 /* PATH below the fixture root: SIZE bytes, sparse. */
 static char *sparse(const char *path, off_t size)
 {
@@ -118,7 +102,7 @@ static void make_swap(const char *path)
 {
 	char *full = sparse(path, 1 << 20);
 
-	run("mkswap -q %s >/dev/null 2>&1", full);
+	fixture_run("mkswap -q %s >/dev/null 2>&1", full);
 	free(full);
 }
 
@@ -262,7 +246,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	/* One of two devices of a btrfs. */
 	a = sparse("/dev/vdc1", 128 << 20);
 	b = sparse("/dev/vdc2", 128 << 20);
-	run("mkfs.btrfs -q -f -d single -m single %s %s >/dev/null", a, b);
+	fixture_run("mkfs.btrfs -q -f -d single -m single %s %s >/dev/null", a, b);
 	free(a), free(b);
 	link_dev("/dev/disk/by-label/multi", "../../vdc1");
 	snprintf(line, sizeof(line), "root=LABEL=multi %s", k);

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,21 +20,6 @@
 #define UUID_B "0b0b0b0b-1111-4222-8333-0b0b0b0b0b0b"
 
 static struct nmbl_ctx *ctx;
-
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "failed: %s\n", cmd);
-		exit(2);
-	}
-}
 
 /* /img/NAME below the fixture root, SIZE bytes of zeros (sparse). */
 static char *image(const char *name, off_t size)
@@ -102,11 +86,11 @@ static void test_file_systems_by_their_mkfs(void)
 	uint64_t n = 0;
 	struct nmbl_probe p;
 
-	run("mkfs.ext4 -q -F %s", ext4);
-	run("mkfs.ext2 -q -F %s", ext2);
-	run("mkfs.vfat %s >/dev/null", vfat);
-	run("mkfs.btrfs -q -f %s >/dev/null", btrfs);
-	run("mkfs.btrfs -q -f -d single -m single %s %s >/dev/null", a, b);
+	fixture_run("mkfs.ext4 -q -F %s", ext4);
+	fixture_run("mkfs.ext2 -q -F %s", ext2);
+	fixture_run("mkfs.vfat %s >/dev/null", vfat);
+	fixture_run("mkfs.btrfs -q -f %s >/dev/null", btrfs);
+	fixture_run("mkfs.btrfs -q -f -d single -m single %s %s >/dev/null", a, b);
 
 	p = probe(ext4, 0);
 	CHECK_STR(p.fstype, "ext4");
@@ -137,7 +121,7 @@ static void test_two_file_systems_name_none(void)
 	char *dev = image("both", 8 * MiB), *fat = image("fat", 8 * MiB);
 	unsigned char sector[512];
 
-	run("mkfs.ext4 -q -F %s && mkfs.vfat %s >/dev/null", dev, fat);
+	fixture_run("mkfs.ext4 -q -F %s && mkfs.vfat %s >/dev/null", dev, fat);
 	get(fat, 0, sector, sizeof(sector));
 	put(dev, 0, sector, sizeof(sector));
 	CHECK(probe(dev, 0).fstype == NULL);
@@ -168,7 +152,7 @@ static void test_stacked_layers(void)
 	 * 4 KiB boundary, and a RAID1 member's start is the file system:
 	 * the member must not pass for the file system. */
 	dev = image("md10", 8 * MiB + 3 * 512);
-	run("mkfs.ext4 -q -F %s 7M", dev);
+	fixture_run("mkfs.ext4 -q -F %s 7M", dev);
 	CHECK_STR(probe(dev, 0).fstype, "ext4");
 	off = ((8 * MiB + 3 * 512) & ~(uint64_t)4095) - 8192;
 	le32(sb, MD_MAGIC);
@@ -182,7 +166,7 @@ static void test_stacked_layers(void)
 
 	/* md 0.90: 64 KiB before the last 64 KiB boundary. */
 	dev = image("md090", 8 * MiB + 4096);
-	run("mkfs.ext4 -q -F %s 7M", dev);
+	fixture_run("mkfs.ext4 -q -F %s 7M", dev);
 	memset(sb, 0, sizeof(sb));
 	le32(sb, MD_MAGIC);
 	le32(sb + 8, 90); /* minor_version */
@@ -251,7 +235,7 @@ static void test_hibernated_swap(void)
 	unsigned char page[4096];
 	struct nmbl_probe p;
 
-	run("mkswap -q %s >/dev/null 2>&1", swap);
+	fixture_run("mkswap -q %s >/dev/null 2>&1", swap);
 	p = probe(swap, 0);
 	CHECK(!p.hibernated && !p.stacked && !p.fstype);
 	/* What the kernel writes over the swap signature when it hibernates. */
@@ -275,7 +259,7 @@ static char *gpt_disk(const char *name, const char *label)
 {
 	char *dev = image(name, 8 * MiB);
 
-	run("printf 'label: %s\\nunit: sectors\\n"
+	fixture_run("printf 'label: %s\\nunit: sectors\\n"
 	    "start=2048, size=4096, type=U, uuid=" UUID_A "\\n"
 	    "start=6144, size=8192, uuid=" UUID_B "\\n' | sfdisk -q %s >/dev/null",
 	    label, dev);

@@ -45,6 +45,8 @@ void fixture_write(const char *path, const void *data, size_t len);
 void fixture_text(const char *path, const char *text);
 /* The full path of PATH below the fixture root (static buffer). */
 const char *fixture_path(const char *path);
+/* Run the shell command FMT (mkfs and the like); exit 2 when it fails. */
+void fixture_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int unit_main(void (*const tests[])(void));
 /* unit_main with *CTX a context on the fixture root, and the fake seam's
