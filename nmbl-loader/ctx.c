@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -181,6 +182,40 @@ int nmbl_open_regular(const struct nmbl_ctx *ctx, const char *path)
 	if (fcntl(fd, F_SETFL, 0) < 0)
 		return -errno;
 	return TAKE_FD(fd);
+}
+
+int nmbl_write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* An in-memory file holding DATA: what kexec_file_load(2) and libblkid
+ * take where nmbl has bytes, not a file. */
+int nmbl_memfd_of(const char *name, const void *data, size_t len, int *ret_fd)
+{
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = nmbl_write_full(fd, data, len);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
 }
 
 int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,

@@ -15,24 +15,6 @@
  * cpio unpacker skips the zero padding between archives. */
 #define NMBL_INITRD_ALIGN 4
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int copy_fd(int from, int to, uint64_t *total)
 {
 	char buf[64 * 1024];
@@ -51,7 +33,7 @@ static int copy_fd(int from, int to, uint64_t *total)
 		*total += (uint64_t)n;
 		if (*total > NMBL_INITRD_MAX)
 			return -EFBIG;
-		r = write_all(to, buf, (size_t)n);
+		r = nmbl_write_full(to, buf, (size_t)n);
 		if (r < 0)
 			return r;
 	}
@@ -73,7 +55,7 @@ static int append_part(const struct nmbl_ctx *ctx, int out,
 		*total += p->len;
 		if (*total > NMBL_INITRD_MAX)
 			return -EFBIG;
-		return write_all(out, p->data, p->len);
+		return nmbl_write_full(out, p->data, p->len);
 	}
 	fd = nmbl_open_regular(ctx, p->path);
 	if (fd < 0) {
@@ -81,23 +63,6 @@ static int append_part(const struct nmbl_ctx *ctx, int out,
 		return fd;
 	}
 	return copy_fd(fd, out, total);
-}
-
-static int memfd_of(const char *name, const void *data, size_t len,
-		    int *ret_fd)
-{
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	fd = memfd_create(name, MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, data, len);
-	if (r < 0)
-		return r;
-	*ret_fd = fd;
-	fd = -1;
-	return 0;
 }
 
 /* One initrd file is passed as it is; anything else becomes one in-memory
@@ -127,7 +92,7 @@ static int open_initrd(const struct nmbl_ctx *ctx, const struct part *parts,
 		if (total % NMBL_INITRD_ALIGN && i + 1 < n) {
 			size_t pad = NMBL_INITRD_ALIGN - total % NMBL_INITRD_ALIGN;
 
-			r = write_all(out, zeros, pad);
+			r = nmbl_write_full(out, zeros, pad);
 			if (r < 0)
 				return r;
 			total += pad;
@@ -214,7 +179,7 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 		r = nmbl_image_section_data(f->img, ".linux", &data, &len);
 		if (r < 0)
 			return r;
-		r = memfd_of("nmbl-uki-linux", data, len, &f->kernel_fd);
+		r = nmbl_memfd_of("nmbl-uki-linux", data, len, &f->kernel_fd);
 		if (r < 0)
 			return r;
 		/* Microcode must come first in the initrd, as the stub does. */

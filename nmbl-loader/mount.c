@@ -4,7 +4,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -264,20 +263,12 @@ int nmbl_probe_hibernated(const char *path)
 
 int nmbl_probe_buffer(const void *buf, size_t len, struct nmbl_probe *ret)
 {
-	_cleanup_close_ int fd = memfd_create("nmbl-probe", MFD_CLOEXEC);
-	size_t done = 0;
+	_cleanup_close_ int fd = -1;
+	int r;
 
-	if (fd < 0)
-		return -errno;
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
+	r = nmbl_memfd_of("nmbl-probe", buf, len, &fd);
+	if (r < 0)
+		return r;
 	return probe_fd(fd, 0, ret);
 }
 

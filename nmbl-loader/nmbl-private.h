@@ -275,6 +275,8 @@ char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);
 
 /* read(2) until SIZE bytes or end of file; the count read, or -errno. */
 ssize_t nmbl_read_full(int fd, void *buf, size_t size);
+int nmbl_write_full(int fd, const void *buf, size_t len);
+int nmbl_memfd_of(const char *name, const void *data, size_t len, int *ret_fd);
 
 /* /proc/keys of a machine with many keys stays far below this. */
 #define NMBL_PROC_KEYS_MAX (1024 * 1024)

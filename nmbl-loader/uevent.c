@@ -44,12 +44,6 @@ int nmbl_uevent_parse(const char *msg, size_t len, struct nmbl_uevent *ret)
 	return 0;
 }
 
-static void blkid_free_probep(blkid_probe *pr)
-{
-	if (*pr)
-		blkid_free_probe(*pr);
-}
-
 char *nmbl_udev_encode(const char *value)
 {
 	size_t size = strlen(value) * 4 + 1;
@@ -97,7 +91,7 @@ NMBL_EXPORT int nmbl_link_block_device(struct nmbl_ctx *ctx, const char *name)
 		{ "PART_ENTRY_UUID", "by-partuuid" },
 		{ "PART_ENTRY_NAME", "by-partlabel" },
 	};
-	__attribute__((cleanup(blkid_free_probep))) blkid_probe pr = NULL;
+	_cleanup_blkid_probe_ blkid_probe pr = NULL;
 	_cleanup_free_ char *dev = NULL;
 	char rel[NMBL_NAME_MAX + sizeof("/dev/")];
 	int r = 0;
