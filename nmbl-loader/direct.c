@@ -192,16 +192,6 @@ static int resolve_root(const struct nmbl_ctx *ctx, const char *spec,
 	return -ENXIO;
 }
 
-/* What a device whose whole content BUF is holds that some initrd must set
- * up before a file system appears ("LUKS", "LVM", "RAID (md)", ...), or
- * NULL. */
-const char *nmbl_probe_stacked(const void *buf, size_t len)
-{
-	struct nmbl_probe p;
-
-	return nmbl_probe_buffer(buf, len, &p) < 0 ? NULL : p.stacked;
-}
-
 /* What find_device() asks of each device: 1 when it holds what is looked
  * for, with what it found in *RET. */
 static int probe_stacked(const char *dev, struct nmbl_probe *ret)

@@ -272,13 +272,6 @@ int nmbl_probe_buffer(const void *buf, size_t len, struct nmbl_probe *ret)
 	return probe_fd(fd, 0, ret);
 }
 
-const char *nmbl_probe_fstype(const void *buf, size_t len)
-{
-	struct nmbl_probe p;
-
-	return nmbl_probe_buffer(buf, len, &p) < 0 ? NULL : p.fstype;
-}
-
 int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,
 		      const char **ret_fstype, uint64_t *ret_n_devices)
 {

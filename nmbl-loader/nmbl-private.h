@@ -147,9 +147,6 @@ int nmbl_probe_path(const char *path, uint64_t offset, struct nmbl_probe *ret);
 int nmbl_probe_hibernated(const char *path);
 /* The same for BUF as a whole device, as tests and fuzzers feed it. */
 int nmbl_probe_buffer(const void *buf, size_t len, struct nmbl_probe *ret);
-/* Its file system type and stacked layer, or NULL (also on error). */
-const char *nmbl_probe_fstype(const void *buf, size_t len);
-const char *nmbl_probe_stacked(const void *buf, size_t len);
 /* The file system on device DEV (NULL *RET_FSTYPE when unknown), and how
  * many devices it spans. */
 int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,

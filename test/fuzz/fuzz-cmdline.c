@@ -13,11 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct nmbl_cmdline *c = NULL, *again = NULL;
+	struct nmbl_probe probe;
 	size_t sum = 0, len = 0;
 	char *joined, *p;
 
-	sum += nmbl_probe_fstype(data, size) != NULL;
-	sum += nmbl_probe_stacked(data, size) != NULL;
+	if (nmbl_probe_buffer(data, size, &probe) == 0)
+		sum += (probe.fstype != NULL) + (probe.stacked != NULL);
 	if (nmbl_cmdline_parse((const char *)data, size, &c) < 0)
 		return 0;
 	for (size_t i = 0; i < c->n; i++)
