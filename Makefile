@@ -3,6 +3,10 @@
 #   make            libnmbl, the nmbl command and the patched grub-emu
 #   make uki        the signed nmbl UKI (SIGN_KEY/SIGN_CERT, test key by default)
 #   make check      every test (installs its dependencies first)
+#   make install    libnmbl, nmbl, the dracut module, grub-emu, the units (DESTDIR,
+#                   PREFIX, LIBDIR, ...; make uninstall undoes it)
+#   make install-uki  the signed UKI under $(PREFIX)/lib/nmbl/<kernel version>/
+#   make dist       the source tarball nmbl-$(VERSION).tar.gz
 #   make demo       boot the Secure Boot demo VM on this terminal
 #
 # Everything built lands in $(BUILD); downloads are kept in $(CACHE).
@@ -32,9 +36,9 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	pkg-config python3 patch xz-utils libssl-dev libkmod-dev libblkid-dev zstd lz4 cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
-	grub-efi-amd64-bin
+	grub-efi-amd64-bin rpm osslsigncode
 
-LIB_SRCS = bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c state.c sys.c uevent.c utf16.c
+LIB_SRCS = authenticode.c bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c slots.c state.c sys.c uevent.c utf16.c watchdog.c
 LIBS_NMBL = -lcrypto -lkmod -lblkid
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 
@@ -56,19 +60,19 @@ $(BUILD)/libnmbl.a: $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl.sym
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libnmbl.so.1 \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnmbl.so.1 \
 		-Wl,--version-script=nmbl-loader/libnmbl.sym -o $@ $(LIB_OBJS) $(LIBS_NMBL)
 
 # Linked statically so the initramfs needs no extra library.
 $(BUILD)/nmbl: $(BUILD)/nmbl-loader/nmbl.o $(BUILD)/libnmbl.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_NMBL)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
 
 # Process 1 of nmbl's initramfs.
 $(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/nmbl-init.o $(BUILD)/libnmbl.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LIBS_NMBL)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
 
 $(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/nmbl-console.o
-	$(CC) $(CFLAGS) -o $@ $^
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 -include $(wildcard $(BUILD)/nmbl-loader/*.d)
 
@@ -88,15 +92,24 @@ $(BUILD)/unit/obj/%.o: test/unit/%.c
 		-DCORPUS='"$(abspath test/fuzz/corpus/pe)"' \
 		-DKERNEL_MODULES="\"$(abspath $(KERNEL_TREE))/lib/modules/$(KVER_OF)/kernel\"" \
 		-MMD -MP -c -o $@ $<
-# The module tests copy modules of the kernel the build unpacked.
-$(BUILD)/unit/obj/test-modules.o: $(BUILD)/kernel/kver
+# The module tests copy modules of the kernel the build unpacked; the
+# firmware check reads its vmlinuz, which Debian signed.
+$(BUILD)/unit/obj/test-modules.o $(BUILD)/unit/obj/test-authenticode.o: $(BUILD)/kernel/kver
+# It reads shim and GRUB as Microsoft and Debian signed them too, unpacked,
+# not installed (shim-signed's maintainer script runs grub-install).
+SIGNED_TREE = $(BUILD)/signed/tree
+$(BUILD)/signed/stamp: test/fetch-deb
+	test/fetch-deb $(CACHE)/signed $(SIGNED_TREE) shim-signed grub-efi-amd64-signed
+	touch $@
+$(BUILD)/unit/obj/test-authenticode.o: $(BUILD)/signed/stamp
+$(BUILD)/unit/obj/test-authenticode.o: NMBL_CFLAGS += -DSIGNED_TREE='"$(abspath $(SIGNED_TREE))"'
 $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 	$(CC) $(SANITIZE) -o $@ $^ $(LIBS_NMBL)
 
 -include $(wildcard $(BUILD)/unit/obj/*.d)
 
 # Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
-FUZZERS = pe authenticode loadopt bls cmdline uevent
+FUZZERS = pe authenticode sigdb fwcheck loadopt bls cmdline uevent
 UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
 $(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
 	@mkdir -p $(@D)
@@ -162,7 +175,10 @@ $(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched
 # the emu linux module is a partial link that takes libnmbl in too, so both
 # are removed whenever libnmbl changes.  libnmbl's own libraries go in
 # LIBUTIL, which only the final link uses: a partial link would copy them
-# in statically, next to GRUB's own crypto.
+# in statically, next to GRUB's own crypto.  GRUB links with
+# --build-id=none, right for firmware images; grub-emu is a Linux program
+# whose debug information packages find by its build id (the last
+# --build-id given wins).
 $(BUILD)/grub-emu: $(GRUB_OBJ)/config.status $(BUILD)/libnmbl.a
 	$(MAKE) -C $(GRUB_OBJ)/grub-core/lib/gnulib
 	# Generated headers first: only GRUB's "all" would make them in order.
@@ -170,7 +186,7 @@ $(BUILD)/grub-emu: $(GRUB_OBJ)/config.status $(BUILD)/libnmbl.a
 		$(MAKE) -C $(GRUB_OBJ)/grub-core -f Makefile -f - nmbl-built-sources
 	rm -f $(GRUB_OBJ)/grub-core/grub-emu $(GRUB_OBJ)/grub-core/linux.module
 	$(MAKE) -C $(GRUB_OBJ)/grub-core grub-emu \
-		LIBS="$(abspath $(BUILD)/libnmbl.a)" LIBUTIL="$(LIBS_NMBL)"
+		LIBS="$(abspath $(BUILD)/libnmbl.a)" LIBUTIL="$(LIBS_NMBL) -Wl,--build-id"
 	cp $(GRUB_OBJ)/grub-core/grub-emu $@
 
 # --- the nmbl UKI ---------------------------------------------------------------
@@ -205,7 +221,10 @@ $(BUILD)/keys/test.crt:
 	cp $(OVMF_CERT) $@
 
 # The UKI's own command line: the last console= is where the menu shows.
-NMBL_CMDLINE ?= console=tty0 console=ttyS0,115200 quiet
+# panic=30: a new nmbl whose kernel or initramfs panics reboots, and the
+# firmware falls back to the nmbl before (the A/B slots, nmbl-init(8)),
+# 30 s on, time enough to read or photograph the panic's reason.
+NMBL_CMDLINE ?= console=tty0 console=ttyS0,115200 quiet panic=30
 # NMBL_SHELL=1 makes a debug build: a shell in the image, and nmbl.shell on
 # its signed command line, so that a failed menu offers it.  Never for a
 # machine with Secure Boot: the default build has no shell at all.
@@ -251,9 +270,9 @@ $(T)/target-init: test/target/init.c
 	@mkdir -p $(@D)
 	$(CC) -static -Os -Wall -Wextra $(WERROR) -o $@ $<
 
-$(T)/target-root/sbin/init: $(T)/target-init test/target/mkroot
+$(T)/target-root/sbin/init: $(T)/target-init test/target/mkroot $(BUILD)/nmbl
 	rm -rf $(T)/target-root
-	test/target/mkroot $(T)/target-root $<
+	test/target/mkroot $(T)/target-root $< $(BUILD)/nmbl
 
 $(T)/target-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(BUILD)/kernel/kver
 	@mkdir -p $(@D)
@@ -276,6 +295,13 @@ $(T)/other-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $
 $(T)/nmbl-kexec.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
 	@mkdir -p $(@D)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=kexec)
+
+# A new nmbl UKI the firmware must refuse, for the A/B slots' tests: its
+# signature removed.
+$(T)/nmbl-unsigned.efi: $(T)/nmbl-kexec.efi
+	cp $< $@.tmp
+	sbattach --remove $@.tmp
+	mv $@.tmp $@
 
 # Kernels that must be refused, each for its own reason.
 $(T)/vmlinuz-unsigned: $(BUILD)/kernel/kver test/target/unsign-kernel
@@ -353,7 +379,134 @@ $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
 	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi \
-	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi $(T)/floor.efi $(T)/kexec-floor.efi $(T)/grubx64.efi
+	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi $(T)/nmbl-unsigned.efi \
+	$(T)/floor.efi $(T)/kexec-floor.efi $(T)/grubx64.efi
+
+# The watchdog's tests (test/boot/test_watchdog.py): nmbl whose watchdog
+# fires sooner than its menu's countdown ends, healthy; the self-test image
+# stalling before its menu for longer than its watchdog allows, as a hang
+# would; and nmbl's kernel with an initramfs that has no init, which
+# panics: the panic= of NMBL_CMDLINE must reboot it.
+$(T)/nmbl-watchdog.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT) nmbl.watchdog=20)
+$(T)/nmbl-stall.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.watchdog=10 nmbl.selftest.stall=30)
+$(T)/nmbl-noinit.efi: $(T)/marker.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
+TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi
+
+# --- install ------------------------------------------------------------------
+
+# GNU directories, each below DESTDIR when it is set.  Fedora's LIBDIR is
+# $(PREFIX)/lib64.  Installing copies files and nothing else: the firmware
+# and the ESP are the business of "nmbl bootcfg" (see nmbl(8)).
+PREFIX = /usr
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib
+INCLUDEDIR = $(PREFIX)/include
+LIBEXECDIR = $(PREFIX)/libexec
+DATADIR = $(PREFIX)/share
+SYSCONFDIR = /etc
+MANDIR = $(DATADIR)/man
+PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+DRACUTDIR = $(PREFIX)/lib/dracut
+KERNELINSTALLDIR = $(PREFIX)/lib/kernel/install.d
+SYSTEMDUNITDIR = $(PREFIX)/lib/systemd/system
+PRESETDIR = $(PREFIX)/lib/systemd/system-preset
+UKIDIR = $(PREFIX)/lib/nmbl
+INSTALL = install
+
+# The kernel-install plugin, when the tree has it.
+KERNEL_PLUGIN = $(wildcard specs/95-nmbl.install)
+# What install puts in directories of its own, which uninstall removes.
+NMBL_DIRS = $(LIBEXECDIR)/nmbl $(DATADIR)/nmbl $(DRACUTDIR)/modules.d/97nmbl $(SYSCONFDIR)/nmbl
+INSTALLED = $(BINDIR)/nmbl $(LIBDIR)/libnmbl.so.1 $(LIBDIR)/libnmbl.so \
+	$(INCLUDEDIR)/libnmbl.h $(PKGCONFIGDIR)/libnmbl.pc \
+	$(MANDIR)/man8/nmbl.8 $(MANDIR)/man8/nmbl-init.8 $(MANDIR)/man3/libnmbl.3 \
+	$(addprefix $(LIBEXECDIR)/nmbl/,grub-emu nmbl-init nmbl-console mkuki run-dracut) \
+	$(DATADIR)/nmbl/os-release $(DATADIR)/nmbl/sbat.csv \
+	$(DRACUTDIR)/modules.d/97nmbl/module-setup.sh $(DRACUTDIR)/modules.d/97nmbl/grub.cfg \
+	$(KERNELINSTALLDIR)/95-nmbl.install \
+	$(SYSTEMDUNITDIR)/nmbl-bless.service $(PRESETDIR)/90-nmbl.preset
+
+# The .pc names its directories below ${prefix} where it can, so that
+# "pkg-config --define-prefix" finds a tree that was moved.
+PC_DIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# The dracut module, the unit and the plugin name the programs where they
+# are installed (the module keeps the image's own paths).
+INSTALL_SUBST = $(BUILD)/install
+PLUGIN_SUBST = -e 's|\$${NMBL:-/usr/bin/nmbl}|$${NMBL:-$(BINDIR)/nmbl}|' \
+	-e 's|\$${NMBL_CONF_DIR:-/etc/nmbl}|$${NMBL_CONF_DIR:-$(SYSCONFDIR)/nmbl}|' \
+	-e 's|\$${NMBL_LIBEXECDIR:-/usr/libexec/nmbl}|$${NMBL_LIBEXECDIR:-$(LIBEXECDIR)/nmbl}|' \
+	-e 's|\$${NMBL_DATADIR:-/usr/share/nmbl}|$${NMBL_DATADIR:-$(DATADIR)/nmbl}|' \
+	-e 's|\$${NMBL_DRACUT_MODULE:-/usr/lib/dracut/modules.d/97nmbl}|$${NMBL_DRACUT_MODULE:-$(DRACUTDIR)/modules.d/97nmbl}|'
+
+install: all
+	@mkdir -p $(INSTALL_SUBST)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call PC_DIR,$(LIBDIR))|' \
+		-e 's|@INCLUDEDIR@|$(call PC_DIR,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+		nmbl-loader/libnmbl.pc.in >$(INSTALL_SUBST)/libnmbl.pc
+	sed -e 's|^\([[:space:]]*local libexecdir=\).*|\1$(LIBEXECDIR)/nmbl|' \
+		-e 's|^\([[:space:]]*local bindir=\).*|\1$(BINDIR)|' \
+		$(NMBL_MODULE)/module-setup.sh >$(INSTALL_SUBST)/module-setup.sh
+	sed -e 's|/usr/bin/nmbl |$(BINDIR)/nmbl |' \
+		nmbl-loader/systemd/nmbl-bless.service >$(INSTALL_SUBST)/nmbl-bless.service
+	$(INSTALL) -d $(addprefix $(DESTDIR),$(BINDIR) $(LIBDIR) $(INCLUDEDIR) $(PKGCONFIGDIR) \
+		$(MANDIR)/man8 $(MANDIR)/man3 $(NMBL_DIRS) $(KERNELINSTALLDIR) $(SYSTEMDUNITDIR) \
+		$(PRESETDIR))
+	$(INSTALL) -m 0755 $(BUILD)/nmbl $(DESTDIR)$(BINDIR)/nmbl
+	$(INSTALL) -m 0755 $(BUILD)/libnmbl.so.1 $(DESTDIR)$(LIBDIR)/libnmbl.so.1
+	ln -sfn libnmbl.so.1 $(DESTDIR)$(LIBDIR)/libnmbl.so
+	$(INSTALL) -m 0644 nmbl-loader/libnmbl.h $(DESTDIR)$(INCLUDEDIR)/libnmbl.h
+	$(INSTALL) -m 0644 $(INSTALL_SUBST)/libnmbl.pc $(DESTDIR)$(PKGCONFIGDIR)/libnmbl.pc
+	$(INSTALL) -m 0644 nmbl-loader/nmbl.8 nmbl-loader/nmbl-init.8 $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 0644 nmbl-loader/libnmbl.3 $(DESTDIR)$(MANDIR)/man3/
+	$(INSTALL) -m 0755 $(BUILD)/grub-emu $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
+		dracut/mkuki dracut/run-dracut $(DESTDIR)$(LIBEXECDIR)/nmbl/
+	$(INSTALL) -m 0644 dracut/os-release dracut/sbat.csv $(DESTDIR)$(DATADIR)/nmbl/
+	$(INSTALL) -m 0755 $(INSTALL_SUBST)/module-setup.sh $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
+	$(INSTALL) -m 0644 $(NMBL_MODULE)/grub.cfg $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
+	$(if $(KERNEL_PLUGIN),sed $(PLUGIN_SUBST) $(KERNEL_PLUGIN) >$(INSTALL_SUBST)/95-nmbl.install)
+	$(if $(KERNEL_PLUGIN),$(INSTALL) -m 0755 $(INSTALL_SUBST)/95-nmbl.install $(DESTDIR)$(KERNELINSTALLDIR)/)
+	$(INSTALL) -m 0644 $(INSTALL_SUBST)/nmbl-bless.service $(DESTDIR)$(SYSTEMDUNITDIR)/
+	$(INSTALL) -m 0644 nmbl-loader/systemd/90-nmbl.preset $(DESTDIR)$(PRESETDIR)/
+
+# Removes what install put there; the directories it shares with others
+# stay, and so does local configuration in $(SYSCONFDIR)/nmbl.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	for d in $(addprefix $(DESTDIR),$(NMBL_DIRS)); do \
+		[ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d"; \
+	done
+
+# The signed UKI, under the version of the kernel inside it.
+install-uki: $(BUILD)/nmbl.efi
+	$(INSTALL) -d $(DESTDIR)$(UKIDIR)/$(KVER_OF)
+	$(INSTALL) -m 0644 $(BUILD)/nmbl.efi $(DESTDIR)$(UKIDIR)/$(KVER_OF)/nmbl.efi
+
+uninstall-uki:
+	@test -f $(BUILD)/kernel/kver || { echo "$(BUILD) has built no UKI" >&2; exit 1; }
+	rm -f $(DESTDIR)$(UKIDIR)/$(KVER_OF)/nmbl.efi
+	for d in $(DESTDIR)$(UKIDIR)/$(KVER_OF) $(DESTDIR)$(UKIDIR); do \
+		[ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d"; \
+	done
+
+# The source tarball $(BUILD)/nmbl-$(VERSION).tar.gz: in a git tree the
+# files git tracks or would (not those it ignores), as they are now, with
+# symbolic links kept.
+DIST = nmbl-$(VERSION)
+dist:
+	@mkdir -p $(BUILD)
+	{ if [ -e .git ]; then git ls-files --cached --others --exclude-standard; \
+	else find . \( -name .git -o -name build -o -name __pycache__ \) -prune -o \( -type f -o -type l \) -print; \
+	fi; } | sed 's|^\./||' | while read -r f; do \
+		if [ -e "$$f" ] || [ -L "$$f" ]; then printf '%s\n' "$$f"; fi; \
+	done | LC_ALL=C sort -u >$(BUILD)/$(DIST).files
+	tar --create --files-from=$(BUILD)/$(DIST).files --transform='s|^|$(DIST)/|S' \
+		--sort=name --owner=0 --group=0 --numeric-owner | gzip -n >$(BUILD)/$(DIST).tar.gz.tmp
+	mv $(BUILD)/$(DIST).tar.gz.tmp $(BUILD)/$(DIST).tar.gz
+
+.PHONY: install uninstall install-uki uninstall-uki dist
 
 # --- the two commands -------------------------------------------------------
 

@@ -65,9 +65,9 @@ int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37])
 	return -ENXIO;
 }
 
-/* The load option for FILE on the partition of DISK that starts at START. */
-static int build_option(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
-			const char *file, const char *description, void **ret, size_t *ret_len)
+int nmbl_boot_option_for(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
+			 const char *file, const char *description, const void *data,
+			 size_t data_len, void **ret, size_t *ret_len)
 {
 	char part[NMBL_NAME_MAX], path[3 * NMBL_NAME_MAX + 64], partuuid[37];
 	_cleanup_free_ char *dev = NULL;
@@ -96,8 +96,9 @@ static int build_option(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 	if (r < 0)
 		return r;
 	/* sysfs counts 512-byte sectors; device paths count blocks. */
-	return nmbl_load_option_build(description, partuuid, (uint32_t)number,
-				      start * 512 / lbs, size * 512 / lbs, file, ret, ret_len);
+	return nmbl_load_option_build_data(description, partuuid, (uint32_t)number,
+					   start * 512 / lbs, size * 512 / lbs, file, data, data_len,
+					   ret, ret_len);
 }
 
 static bool same_target(const struct nmbl_load_option *a, const struct nmbl_load_option *b)
@@ -109,8 +110,9 @@ static bool same_target(const struct nmbl_load_option *a, const struct nmbl_load
 	return ua && ub && fa && fb && strcasecmp(ua, ub) == 0 && nmbl_efi_path_equal(fa, fb);
 }
 
-/* The lowest Boot#### that already starts the program, else the lowest
- * free number: one option per program, however its path is spelt. */
+/* The lowest Boot#### that already starts the program (WANT may be NULL:
+ * none), else the lowest free number: one option per program, however its
+ * path is spelt. */
 static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *want,
 			 unsigned *ret, bool *ret_exists)
 {
@@ -141,7 +143,8 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 			continue;
 		n = (unsigned)strtoul(hex, NULL, 16);
 		used[n / 8] |= (unsigned char)(1 << (n % 8));
-		if (n < match && nmbl_read_boot_option(ctx, n, &opt) == 0 && same_target(opt, want))
+		if (want && n < match && nmbl_read_boot_option(ctx, n, &opt) == 0 &&
+		    same_target(opt, want))
 			match = n;
 		nmbl_load_option_free(opt);
 	}
@@ -158,6 +161,13 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 			return 0;
 		}
 	return -ENOSPC;
+}
+
+int nmbl_boot_option_free_number(struct nmbl_ctx *ctx, unsigned *ret)
+{
+	bool exists;
+
+	return choose_number(ctx, NULL, ret, &exists);
 }
 
 /*
@@ -319,7 +329,7 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 	name = name ? name + 1 : disk;
 	if (!nmbl_valid_block_name(name))
 		return -EINVAL;
-	r = build_option(ctx, name, start, file, description, &option, &len);
+	r = nmbl_boot_option_for(ctx, name, start, file, description, NULL, 0, &option, &len);
 	if (r < 0)
 		return r;
 	r = nmbl_load_option_parse(option, len, &want);

@@ -10,10 +10,11 @@
  * console=, selinux=, a built-in module's options, ...), cannot change
  * without a new kernel: when the entry's differ from the running kernel's,
  * nmbl kexecs and says why.  The console log level (quiet, loglevel=,
- * debug) is the exception, since it can be set at run time.  And what the
- * entry's own initrd would have set up before mounting root (LVM, LUKS,
- * RAID, a network root, a hibernated system to resume) nmbl's initramfs
- * does not: such entries are kexec'd with their initrd as well.
+ * debug) and the panic timeout (panic=) are the exceptions, since they
+ * can be set at run time.  And what the entry's own initrd would have set
+ * up before mounting root (LVM, LUKS, RAID, a network root, a hibernated
+ * system to resume) nmbl's initramfs does not: such entries are kexec'd
+ * with their initrd as well.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -46,7 +47,7 @@ static bool has_prefix(const char *s, const char *prefix)
 enum param_class {
 	PARAM_KERNEL,   /* read by the kernel at its start: must match */
 	PARAM_USER,     /* read by userspace from /proc/cmdline */
-	PARAM_LOGLEVEL, /* the console log level, settable at run time */
+	PARAM_RUNTIME,  /* the console log level, the panic timeout: set at run time */
 };
 
 /*
@@ -70,8 +71,8 @@ static enum param_class classify(const char *key)
 	};
 
 	if (strcmp(key, "quiet") == 0 || strcmp(key, "loglevel") == 0 ||
-	    strcmp(key, "debug") == 0)
-		return PARAM_LOGLEVEL;
+	    strcmp(key, "debug") == 0 || strcmp(key, "panic") == 0)
+		return PARAM_RUNTIME;
 	for (size_t i = 0; i < sizeof(user) / sizeof(user[0]); i++)
 		if (strcmp(key, user[i]) == 0)
 			return PARAM_USER;
@@ -656,12 +657,24 @@ static int console_loglevel(const struct nmbl_cmdline *c)
 	return level;
 }
 
+/* TEXT written to the sysctl file PATH ("/proc/sys/kernel/printk"). */
+static int write_sysctl(const struct nmbl_ctx *ctx, const char *path, const char *text)
+{
+	_cleanup_free_ char *full = nmbl_path(ctx, path);
+	_cleanup_close_ int fd = -1;
+
+	if (!full)
+		return -ENOMEM;
+	fd = open(full, O_WRONLY | O_CLOEXEC | O_TRUNC);
+	if (fd < 0)
+		return -errno;
+	return nmbl_write_full(fd, text, strlen(text));
+}
+
 static int set_loglevel(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
 			const struct nmbl_cmdline *entry)
 {
 	int want = console_loglevel(entry), have = console_loglevel(running);
-	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -1;
 	char text[64];
 	int r, levels[4];
 
@@ -679,15 +692,39 @@ static int set_loglevel(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *r
 		want = levels[3];
 	}
 	snprintf(text, sizeof(text), "%d", want);
-	path = nmbl_path(ctx, "/proc/sys/kernel/printk");
-	if (!path)
-		return -ENOMEM;
-	fd = open(path, O_WRONLY | O_CLOEXEC | O_TRUNC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) < 0)
-		return -errno;
+	r = write_sysctl(ctx, "/proc/sys/kernel/printk", text);
+	if (r < 0)
+		return r;
 	nmbl_info(ctx, "console log level %s", text);
+	return 0;
+}
+
+/* The seconds after which a panic reboots, as the kernel takes them from
+ * C's last panic= (kstrtoint, base 0); without one, the kernel's built-in
+ * CONFIG_PANIC_TIMEOUT, which distributions leave at 0: never. */
+static long panic_timeout(const struct nmbl_cmdline *c)
+{
+	const struct nmbl_param *p = nmbl_cmdline_find(c, "panic");
+	_cleanup_free_ char *value = p ? nmbl_param_value(p) : NULL;
+
+	return value ? strtol(value, NULL, 0) : 0;
+}
+
+/* nmbl's own panic= (nmbl-init(8)) is for nmbl: the entry gets its own. */
+static int set_panic(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
+		     const struct nmbl_cmdline *entry)
+{
+	long want = panic_timeout(entry);
+	char text[32];
+	int r;
+
+	if (want == panic_timeout(running))
+		return 0;
+	snprintf(text, sizeof(text), "%ld", want);
+	r = write_sysctl(ctx, "/proc/sys/kernel/panic", text);
+	if (r < 0)
+		return r;
+	nmbl_info(ctx, "panic timeout %s", text);
 	return 0;
 }
 
@@ -855,12 +892,19 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 	r = set_loglevel(ctx, running, entry);
 	if (r < 0)
 		nmbl_notice(ctx, "cannot set the console log level: %s", strerror(-r));
+	r = set_panic(ctx, running, entry);
+	if (r < 0)
+		nmbl_notice(ctx, "cannot set the panic timeout: %s", strerror(-r));
 
-	/* Nothing of nmbl goes along: no loaded kernel, none of its mounts. */
+	/* Nothing of nmbl goes along: no loaded kernel, none of its mounts,
+	 * no watchdog running (the menu may have been skipped). */
 	(void)nmbl_unload(ctx);
 	r = nmbl_umount_all(ctx);
 	if (r < 0)
 		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
+	r = nmbl_watchdog_disarm();
+	if (r < 0)
+		nmbl_notice(ctx, "the watchdog keeps running: %s", strerror(-r));
 	if (nmbl_systemd_is_pid1(ctx))
 		return nmbl_ask_systemd("switch-root", NMBL_SYSROOT);
 	return 0;

@@ -179,6 +179,11 @@ const struct nmbl_pe *nmbl_image_signing_pe(const struct nmbl_image *img)
 	return k ? k : &img->pe;
 }
 
+const struct nmbl_pe *nmbl_image_pe(const struct nmbl_image *img)
+{
+	return &img->pe;
+}
+
 NMBL_EXPORT const char *nmbl_image_get_version(const struct nmbl_image *img)
 {
 	const struct nmbl_pe *k = kernel_pe(img);

@@ -314,6 +314,11 @@ static int restart(struct nmbl_ctx *ctx, bool kexec)
 {
 	int r;
 
+	/* A menu that was skipped left nmbl-init's watchdog running: the
+	 * next system must not be reset by it. */
+	r = nmbl_watchdog_disarm();
+	if (r < 0)
+		nmbl_notice(ctx, "the watchdog keeps running: %s", strerror(-r));
 	if (nmbl_systemd_is_pid1(ctx))
 		return nmbl_ask_systemd(kexec ? "kexec" : "reboot", NULL);
 	sync();

@@ -188,9 +188,56 @@ size_t nmbl_image_get_cmdline_max(const struct nmbl_image *img);
 int nmbl_image_get_truncated(const struct nmbl_image *img);
 /* 1 when the image carries Authenticode signatures. */
 int nmbl_image_get_signed(const struct nmbl_image *img);
+/*
+ * Who signed the kernel kexec checks (the image itself, or a UKI's
+ * .linux): the name of each signer of each Authenticode signature, in
+ * order, as people call it (its certificate's CN, else its O).
+ * *RET_SIGNERS is NULL-terminated and one allocation, its strings
+ * included: free() it.  Returns the count; -EBADMSG for a malformed
+ * signature.
+ */
+int nmbl_image_get_signers(const struct nmbl_image *img, char ***ret_signers);
+/*
+ * Whether the keys the running kernel checks kexec_file_load(2) against
+ * (.builtin_trusted_keys, .secondary_trusted_keys, .machine, .platform)
+ * trust the kernel of IMG: 1 when a signer of its first signature (the
+ * one kexec reads) chains, through the certificates the signature
+ * carries, to one of those keys, found as the kernel finds it, by subject
+ * or authority key identifier; *RET_KEY (may be NULL) is then that key's
+ * description ("Debian Secure Boot CA: 6ccece7e..."), malloc'ed.  0 when
+ * none does (unsigned, malformed, or signed by keys these do not hold).
+ * -ENOENT when /proc/keys shows none of those keyrings (another user than
+ * root cannot see them), or the error of a keyring that could not be
+ * read: nobody can tell.  The image's digest is the kernel's to check when
+ * it loads the image.
+ */
+int nmbl_image_is_trusted(struct nmbl_ctx *ctx, const struct nmbl_image *img,
+			  char **ret_key);
 size_t nmbl_image_get_n_sections(const struct nmbl_image *img);
 int nmbl_image_get_section(const struct nmbl_image *img, size_t i,
 			   char ret_name[9], uint64_t *ret_size);
+/*
+ * Whether the firmware, under Secure Boot, would start IMG (the file as a
+ * whole: for a UKI its own signature, not its kernel's), by the rules of
+ * EDK2's image verification: its Authenticode hash, its signatures, the
+ * firmware's db and dbx (EFI variables below the context's root).  0 when
+ * db allows it: a signer chains, through the certificates its signature
+ * carries, to a certificate of db (validity times and key usage are not
+ * checked, as firmware does not), or db lists the image's hash; then
+ * *RET_SIGNER (may be NULL) is that signer's name (its CN), malloc'ed, or
+ * NULL when the hash let it in.  -EKEYREJECTED: signed, but by nobody db
+ * trusts, or not matching its contents, or revoked by dbx (the image's
+ * hash, a certificate, or a certificate's TBS hash whatever its revocation
+ * time).  -ENODATA: not signed (no signature the firmware reads), and db
+ * does not list its hash.  -ENOENT: there is no db (no EFI, or Secure
+ * Boot never set up): the caller decides.  -EBADMSG: the headers,
+ * sections, security directory or a signature are malformed, or db or dbx
+ * is.  Whether Secure Boot is on is the caller's to ask; with shim, the
+ * firmware checks shim, and shim checks the image (db, MokList, its own
+ * certificate).
+ */
+int nmbl_image_check_firmware(struct nmbl_ctx *ctx, const struct nmbl_image *img,
+			      char **ret_signer);
 
 /* 1 enabled, 0 disabled; -ENOENT when the machine did not boot with EFI. */
 int nmbl_get_secure_boot(struct nmbl_ctx *ctx);
@@ -282,6 +329,78 @@ int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 int nmbl_get_boot_current(struct nmbl_ctx *ctx, unsigned *ret);
 int nmbl_read_boot_option(struct nmbl_ctx *ctx, unsigned number,
 			  struct nmbl_load_option **ret);
+
+/*
+ * nmbl's own A/B slots on the ESP, kept by the firmware (see nmbl(8),
+ * "bootcfg").  Two slots, 'a' and 'b', files nmbl-a.efi and nmbl-b.efi
+ * each started by its own Boot####.  ESP is the ESP's mount point, or NULL
+ * for the first of /efi, /boot/efi and /boot that is a mounted FAT file
+ * system; -ENOENT when there is none, -ENOTDIR when ESP is not one.
+ */
+struct nmbl_slots;
+int nmbl_slots_open(struct nmbl_ctx *ctx, const char *esp, struct nmbl_slots **ret);
+struct nmbl_slots *nmbl_slots_free(struct nmbl_slots *slots);
+const char *nmbl_slots_get_esp(const struct nmbl_slots *slots);
+/* The slots' directory as the firmware names it ("\EFI\nmbl"). */
+const char *nmbl_slots_get_dir(const struct nmbl_slots *slots);
+enum nmbl_slot_state {
+	NMBL_SLOT_EMPTY,  /* no file */
+	NMBL_SLOT_IDLE,   /* a file, not started by the firmware */
+	NMBL_SLOT_GOOD,   /* blessed: first in BootOrder */
+	NMBL_SLOT_TRIAL,  /* offered once through BootNext, not blessed yet */
+	NMBL_SLOT_FAILED, /* offered, and the firmware started another */
+};
+enum nmbl_slot_state nmbl_slots_get_state(const struct nmbl_slots *slots, char slot);
+const char *nmbl_slot_state_to_string(enum nmbl_slot_state state);
+/* The slot's Boot#### number; -ENOENT when it has none. */
+int nmbl_slots_get_boot_number(const struct nmbl_slots *slots, char slot);
+/* The slot the firmware started this boot with (BootCurrent), or '\0'. */
+char nmbl_slots_get_current(const struct nmbl_slots *slots);
+/*
+ * Put the UKI at path UKI into the slot not in use (a temporary file,
+ * fsync, rename), give that slot its Boot#### and point BootNext at it;
+ * BootOrder stays as it is.  Under Secure Boot the UKI must be signed by a
+ * key of the firmware's db.  With SHIM (its path on the ESP,
+ * "\EFI\fedora\shimx64.efi"), the slots live beside shim and their
+ * options start shim with the slot's file name as load option.  The same
+ * UKI again, when it is the good slot or still on trial, changes nothing.
+ * *RET_SLOT (may be NULL) is the slot it went to.
+ */
+int nmbl_slots_install(struct nmbl_slots *slots, const char *uki, const char *shim,
+		       char *ret_slot);
+enum nmbl_bless_result {
+	NMBL_BLESS_NOTHING, /* no slot on trial */
+	NMBL_BLESS_PENDING, /* the slot on trial has not been started yet */
+	NMBL_BLESS_GOOD,    /* this boot came from it: first in BootOrder now */
+	NMBL_BLESS_FAILED,  /* the firmware started another: BootOrder untouched */
+};
+/* Run in the system nmbl booted, once it is up: see enum nmbl_bless_result. */
+int nmbl_slots_bless(struct nmbl_slots *slots, enum nmbl_bless_result *ret);
+/* Both slots, their Boot####, nmbl's BootNext, and the BootOrder nmbl
+ * found when it first installed (without the slots' options) back. */
+int nmbl_slots_remove(struct nmbl_slots *slots);
+
+/*
+ * The hardware watchdog that resets a machine whose boot loader hangs
+ * before its menu is up (nmbl-init(8)).  nmbl_watchdog_arm() starts the
+ * machine's first watchdog with a timeout of SECONDS and gives its
+ * descriptor (O_CLOEXEC) and, unless RET_IDENTITY is NULL, the driver's
+ * name for it ("i6300ESB timer", "iTCO_wdt"; malloc'ed, "" unknown).
+ * -ENOENT: the machine has none; -EBUSY: it could not be stopped again
+ * (nowayout), so it is not started; a timeout it does not take: it is
+ * stopped again.  The process that armed it names the descriptor to the
+ * programs it starts in NMBL_WATCHDOG_FD, and nmbl_watchdog_disarm() stops
+ * the watchdog named there (WDIOS_DISABLECARD and the magic close),
+ * closes the descriptor and unsets the variable: the menu calls it once
+ * it is up, libnmbl's hand-overs (nmbl_exec(), nmbl_reboot(),
+ * nmbl_switch_root()) when the menu was skipped.  0 when no watchdog is
+ * named; -EBUSY (or the driver's error) when it keeps running, and will
+ * reset the machine.
+ */
+#define NMBL_WATCHDOG_FD "NMBL_WATCHDOG_FD"
+int nmbl_watchdog_arm(struct nmbl_ctx *ctx, unsigned seconds, int *ret_fd,
+		      char **ret_identity);
+int nmbl_watchdog_disarm(void);
 
 /*
  * One sentence saying why nmbl_load() (or another nmbl call) failed with

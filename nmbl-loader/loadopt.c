@@ -397,6 +397,15 @@ NMBL_EXPORT int nmbl_load_option_build(const char *description, const char *part
 				       uint32_t partition, uint64_t start, uint64_t size,
 				       const char *file, void **ret, size_t *ret_len)
 {
+	return nmbl_load_option_build_data(description, partuuid, partition, start, size, file,
+					   NULL, 0, ret, ret_len);
+}
+
+int nmbl_load_option_build_data(const char *description, const char *partuuid,
+				uint32_t partition, uint64_t start, uint64_t size,
+				const char *file, const void *data, size_t data_len,
+				void **ret, size_t *ret_len)
+{
 	_cleanup_free_ void *desc16 = NULL, *file16 = NULL;
 	_cleanup_free_ char *normal = NULL;
 	unsigned char guid[16], *out, *p;
@@ -422,7 +431,9 @@ NMBL_EXPORT int nmbl_load_option_build(const char *description, const char *part
 	path_len = HD_SIZE + 4 + file_len + 4;
 	if (path_len > UINT16_MAX || file_len + 4 > UINT16_MAX)
 		return -E2BIG;
-	total = 6 + desc_len + path_len;
+	if (data_len > NMBL_LOAD_OPTION_DATA_MAX || (data_len && !data))
+		return -E2BIG;
+	total = 6 + desc_len + path_len + data_len;
 
 	out = calloc(1, total);
 	if (!out)
@@ -445,6 +456,8 @@ NMBL_EXPORT int nmbl_load_option_build(const char *description, const char *part
 	p += file_len + 4;
 	p[0] = DP_END, p[1] = DP_END_ENTIRE;
 	put16(p + 2, 4);
+	if (data_len)
+		memcpy(p + 4, data, data_len);
 	*ret = out;
 	*ret_len = total;
 	return 0;

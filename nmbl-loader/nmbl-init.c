@@ -9,6 +9,12 @@
  * USB disk found) later gets its driver too.  Before the menu, the
  * programs in /usr/lib/nmbl/pre-menu.d run in order.
  *
+ * A new nmbl that fails must leave the machine to the firmware, which
+ * then starts the nmbl it booted before: a panic reboots (panic= on the
+ * UKI's command line), and a hang before the menu is up is reset by the
+ * machine's watchdog, armed here once its driver is loaded and disarmed
+ * by the menu once drawn (or at the hand-over, when it is skipped).
+ *
  * The menu's exit status says what comes next: 100, libnmbl mounted the
  * chosen entry's root on /sysroot (a direct boot), so switch root to it
  * and start its init; 0, the user asked for a reboot; anything else (an
@@ -24,6 +30,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <signal.h>
@@ -60,6 +67,13 @@
 /* How long the disk the firmware started nmbl from may take to appear:
  * udev's settle timeout, which nmbl's initramfs used before. */
 #define ESP_WAIT_SECONDS 30
+/* How long nmbl may take from loading its drivers to showing its menu
+ * before the watchdog resets the machine, unless nmbl.watchdog= says.
+ * The menu is up 1.3 s after the drivers in a VM under TCG (some ten
+ * times slower than hardware); the longest wait of a healthy start is
+ * for the ESP's disk, ESP_WAIT_SECONDS.  Four times that, and a machine
+ * left alone is still back on the previous nmbl within a few minutes. */
+#define WATCHDOG_DEFAULT_S 120
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -287,6 +301,76 @@ static bool shell_allowed(struct nmbl_ctx *ctx)
 	return yes;
 }
 
+/* nmbl.watchdog=SECONDS on nmbl's command line, 0 for none;
+ * *RET_EXPLICIT whether it is there. */
+static unsigned watchdog_seconds(struct nmbl_ctx *ctx, bool *ret_explicit)
+{
+	_cleanup_free_ char *buf = NULL, *value = NULL;
+	unsigned long seconds;
+	size_t len;
+	char *end;
+
+	*ret_explicit = false;
+	if (nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &buf, &len) < 0 ||
+	    nmbl_cmdline_get_value(buf, "nmbl.watchdog", &value) < 0)
+		return WATCHDOG_DEFAULT_S;
+	*ret_explicit = true;
+	errno = 0;
+	seconds = strtoul(value, &end, 10);
+	if (errno || end == value || *end || value[0] == '-' || seconds > INT_MAX) {
+		say("nmbl.watchdog=%s is no number of seconds: %d it is", value,
+		    WATCHDOG_DEFAULT_S);
+		return WATCHDOG_DEFAULT_S;
+	}
+	return (unsigned)seconds;
+}
+
+/* Against a hang from here until the menu is up: every program started
+ * from now on gets the watchdog's descriptor, named in NMBL_WATCHDOG_FD,
+ * and the menu disarms it.  No watchdog is no error. */
+static void arm_watchdog(struct nmbl_ctx *ctx)
+{
+	_cleanup_free_ char *identity = NULL;
+	bool explicit;
+	unsigned seconds = watchdog_seconds(ctx, &explicit);
+	char fd_text[16];
+	int fd, r;
+
+	if (!seconds)
+		return;
+	r = nmbl_watchdog_arm(ctx, seconds, &fd, &identity);
+	if (r == -ENOENT) {
+		if (explicit)
+			say("nmbl.watchdog=%u, but this machine has no watchdog", seconds);
+		return;
+	}
+	if (r == -EBUSY) {
+		say("the watchdog is not used: once started, it could not be stopped (nowayout)");
+		return;
+	}
+	if (r < 0) {
+		say("the watchdog is not used: cannot set a timeout of %u s: %s", seconds,
+		    strerror(-r));
+		return;
+	}
+	snprintf(fd_text, sizeof(fd_text), "%d", fd);
+	if (fcntl(fd, F_SETFD, 0) < 0 || setenv(NMBL_WATCHDOG_FD, fd_text, 1) < 0)
+		say("the menu cannot stop the watchdog (%m): it resets the machine in %u s",
+		    seconds);
+	else
+		say("watchdog armed (%s): the machine resets in %u s unless the menu comes up",
+		    *identity ? identity : "unnamed", seconds);
+}
+
+static void disarm_watchdog(void)
+{
+	int r = nmbl_watchdog_disarm();
+
+	if (r < 0)
+		say("the watchdog cannot be stopped (%s): it will reset the machine",
+		    strerror(-r));
+}
+
 /* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
  * adopts orphans).  Its exit status, 128 + signal, or -errno. */
 static int run(char *const argv[], int out_fd)
@@ -421,6 +505,7 @@ static void debug_shell(struct nmbl_ctx *ctx)
 
 	if (!shell_allowed(ctx) || access(SHELL, X_OK) < 0)
 		return;
+	disarm_watchdog();
 	say("nmbl.shell: a shell on the console; leave it to get the menu back");
 	(void)run(argv, -1);
 }
@@ -546,6 +631,8 @@ int main(int argc, char **argv)
 	r = nmbl_coldplug(ctx);
 	if (r < 0)
 		say("loading the modules of the devices present: %s", strerror(-r));
+	/* As soon as its driver is there. */
+	arm_watchdog(ctx);
 	mount_firmware_fs(ctx);
 	if (fd >= 0) {
 		wait_for_esp(ctx, fd);
@@ -565,6 +652,9 @@ int main(int argc, char **argv)
 				kill(follower, SIGKILL);
 				(void)waitpid(follower, NULL, 0);
 			}
+			/* The target inherits neither the watchdog nor its
+			 * descriptor. */
+			disarm_watchdog();
 			switch_root(ctx);
 			say("switching root failed; rebooting");
 			debug_shell(ctx);

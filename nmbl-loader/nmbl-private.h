@@ -100,6 +100,21 @@ static inline uint64_t nmbl_le64(const unsigned char *p)
 	return nmbl_le32(p) | (uint64_t)nmbl_le32(p + 4) << 32;
 }
 
+/* nmbl_load_option_build() with optional data after the device path (what
+ * the program gets as its load options: shim's second stage, say). */
+#define NMBL_LOAD_OPTION_DATA_MAX 4096
+int nmbl_load_option_build_data(const char *description, const char *partuuid,
+				uint32_t partition, uint64_t start, uint64_t size,
+				const char *file, const void *data, size_t data_len,
+				void **ret, size_t *ret_len);
+/* The load option for FILE (with DATA) on the partition of DISK ("vda")
+ * that starts at sector START (bootnext.c). */
+int nmbl_boot_option_for(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
+			 const char *file, const char *description, const void *data,
+			 size_t data_len, void **ret, size_t *ret_len);
+/* The lowest Boot#### number that no option uses; -ENOSPC when none. */
+int nmbl_boot_option_free_number(struct nmbl_ctx *ctx, unsigned *ret);
+
 /* An EFI file path as the firmware opens it on FAT: '\\'-separated from
  * the root, "." and ".." resolved, repeated separators dropped; malloc'ed. */
 int nmbl_efi_path_normalize(const char *path, char **ret);
@@ -227,8 +242,52 @@ int nmbl_image_new_from_fd(struct nmbl_ctx *ctx, int fd, struct nmbl_image **ret
 void nmbl_kernel_file_clear(struct nmbl_kernel_file *k);
 /* The PE whose signature kexec checks: the kernel itself, or a UKI's .linux. */
 const struct nmbl_pe *nmbl_image_signing_pe(const struct nmbl_image *img);
+/* A certificate's name as people call it: its CN, else its O, else the
+ * whole name as one line; malloc'ed, NULL when it is no text (sign.c). */
+typedef struct X509_name_st X509_NAME;
+char *nmbl_x509_name(const X509_NAME *name);
 /* The signers of PE's Authenticode signatures, as one line (sign.c). */
 int nmbl_pe_signers(const struct nmbl_pe *pe, char **ret);
+/* The PE the firmware starts: the whole file, a UKI's too. */
+const struct nmbl_pe *nmbl_image_pe(const struct nmbl_image *img);
+
+/*
+ * UEFI signature databases (db, dbx): EFI_SIGNATURE_LISTs, parsed into
+ * their entries (authenticode.c).  Each entry's data is what follows its
+ * owner GUID, inside the buffer parsed; types UEFI defines but nmbl does
+ * not use are left out.  -EBADMSG for a list that breaks its own sizes.
+ */
+enum nmbl_sig_type {
+	NMBL_SIG_OTHER,
+	NMBL_SIG_X509,        /* a DER certificate */
+	NMBL_SIG_SHA1,        /* an image's Authenticode hash */
+	NMBL_SIG_SHA256,
+	NMBL_SIG_SHA384,
+	NMBL_SIG_SHA512,
+	NMBL_SIG_X509_SHA256, /* a TBSCertificate's hash, a revocation time */
+	NMBL_SIG_X509_SHA384,
+	NMBL_SIG_X509_SHA512,
+};
+struct nmbl_sig {
+	enum nmbl_sig_type type;
+	const unsigned char *data;
+	size_t len;
+};
+struct nmbl_sigdb {
+	size_t n;
+	struct nmbl_sig *sigs;
+};
+int nmbl_sigdb_parse(const void *buf, size_t len, struct nmbl_sigdb **ret);
+struct nmbl_sigdb *nmbl_sigdb_free(struct nmbl_sigdb *db);
+/* The largest digest nmbl makes (SHA-512). */
+#define NMBL_DIGEST_MAX 64
+/* PE's Authenticode hash with digest MD_NAME ("SHA256"), as the firmware
+ * computes it; -EBADMSG when the headers or sections leave the file. */
+int nmbl_pe_authenticode_digest(const struct nmbl_pe *pe, const char *md_name,
+				unsigned char ret[NMBL_DIGEST_MAX], size_t *ret_len);
+/* nmbl_image_check_firmware() of PE, against DB and DBX as given. */
+int nmbl_pe_check_firmware(const struct nmbl_pe *pe, const struct nmbl_sigdb *db,
+			   const struct nmbl_sigdb *dbx, char **ret_signer);
 
 /* A section's bytes, inside the image's mapping; -ENOENT when absent. */
 int nmbl_image_section_data(const struct nmbl_image *img, const char *name,
@@ -356,6 +415,13 @@ int nmbl_sys_efivar_delete(const char *path);
 /* Microseconds since the machine's reset (the CPU's counter), and since
  * the running kernel started; -EOPNOTSUPP without a usable counter. */
 int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec);
+/* The watchdog device PATH opened, which starts it: its descriptor.  Its
+ * timeout set, *SECONDS what the driver made of it.  Stopped (and the
+ * magic close written) and the descriptor closed; when FD is no watchdog
+ * (-ENOTTY, -EBADF), left alone. */
+int nmbl_sys_watchdog_open(const char *path);
+int nmbl_sys_watchdog_set_timeout(int fd, unsigned *seconds);
+int nmbl_sys_watchdog_stop(int fd);
 /* Read-only, but the kernel's keyrings are no file a test can fake. */
 long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len);
 int nmbl_sys_key_describe(int32_t key, char *buf, size_t len);

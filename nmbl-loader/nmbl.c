@@ -31,7 +31,7 @@ struct load_args {
 
 static void usage_main(FILE *f)
 {
-	fputs("Usage: nmbl [--verbose] VERB [ARGS]\n"
+	fputs("Usage: nmbl [--verbose] [--root DIR] VERB [ARGS]\n"
 	      "\n"
 	      "Verbs:\n"
 	      "  load KERNEL [--initrd FILE]... [--cmdline TEXT | --reuse-cmdline]\n"
@@ -46,6 +46,8 @@ static void usage_main(FILE *f)
 	      "  coldplug       load the modules of present disks and keyboards\n"
 	      "  inspect FILE [--json]\n"
 	      "                 what a kernel image or UKI is and holds\n"
+	      "  bootcfg install UKI | bless | status [--json] | remove\n"
+	      "                 nmbl's own A/B slots on the ESP\n"
 	      "\n"
 	      "Run 'nmbl VERB --help' for a verb's options.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
@@ -384,13 +386,33 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
+/* The signers of an image, as a JSON array or a list for people. */
+static void print_signers(char **signers, int n, bool json)
+{
+	if (n < 0) {
+		fputs(json ? "null" : "(a malformed signature)", stdout);
+		return;
+	}
+	if (json)
+		putchar('[');
+	for (int i = 0; i < n; i++) {
+		fputs(i ? (json ? "," : ", ") : "", stdout);
+		if (json)
+			json_string(signers[i]);
+		else
+			printf("'%s'", signers[i]);
+	}
+	fputs(json ? "]" : n ? "" : "none", stdout);
+}
+
 static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 {
 	struct nmbl_image *img;
 	const char *path = NULL, *version;
+	char **signers = NULL, *trusted_by = NULL;
 	bool json = false;
 	size_t n;
-	int r, running;
+	int r, running, n_signers, trusted;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
@@ -398,7 +420,9 @@ static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 		} else if (strcmp(argv[i], "--help") == 0) {
 			printf("Usage: nmbl inspect FILE [--json]\n"
 			       "Type, kernel version, whether it is the running kernel,\n"
-			       "sections and signature state of a kernel image or UKI.\n");
+			       "sections and signature state of a kernel image or UKI:\n"
+			       "who signed the kernel kexec checks, and whether the keys\n"
+			       "the running kernel trusts for kexec trust it.\n");
 			return EXIT_SUCCESS;
 		} else if (!path) {
 			path = argv[i];
@@ -417,6 +441,8 @@ static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 	version = nmbl_image_get_version(img);
 	running = nmbl_image_is_running_kernel(ctx, img);
 	n = nmbl_image_get_n_sections(img);
+	n_signers = nmbl_image_get_signers(img, &signers);
+	trusted = nmbl_image_is_trusted(ctx, img, &trusted_by);
 	if (json) {
 		printf("{\"type\":\"%s\",\"version\":",
 		       nmbl_image_type_to_string(nmbl_image_get_type(img)));
@@ -425,19 +451,33 @@ static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 		else
 			fputs("null", stdout);
 		printf(",\"running\":%s", tristate(running, "true", "false", true));
-		printf(",\"cmdline_max\":%zu,\"signed\":%s,\"truncated\":%s,\"sections\":[",
+		printf(",\"cmdline_max\":%zu,\"signed\":%s,\"truncated\":%s,\"signers\":",
 		       nmbl_image_get_cmdline_max(img),
 		       nmbl_image_get_signed(img) ? "true" : "false",
 		       nmbl_image_get_truncated(img) ? "true" : "false");
+		print_signers(signers, n_signers, true);
+		printf(",\"trusted\":%s,\"trusted_by\":", tristate(trusted, "true", "false", true));
+		if (trusted_by)
+			json_string(trusted_by);
+		else
+			fputs("null", stdout);
+		fputs(",\"sections\":[", stdout);
 	} else {
 		printf("type: %s\nversion: %s\nrunning: %s\ncmdline-max: %zu\nsigned: %s\n"
-		       "truncated: %s\nsections:\n",
+		       "truncated: %s\nsigners: ",
 		       nmbl_image_type_to_string(nmbl_image_get_type(img)),
 		       version ? version : "-", tristate(running, "yes", "no", false),
 		       nmbl_image_get_cmdline_max(img),
 		       nmbl_image_get_signed(img) ? "yes" : "no",
 		       nmbl_image_get_truncated(img) ? "yes" : "no");
+		print_signers(signers, n_signers, false);
+		printf("\ntrusted: %s", tristate(trusted, "yes", "no", false));
+		if (trusted_by)
+			printf(", by '%s'", trusted_by);
+		fputs("\nsections:\n", stdout);
 	}
+	free(signers);
+	free(trusted_by);
 	for (size_t i = 0; i < n; i++) {
 		char name[9];
 		uint64_t size;
@@ -457,14 +497,225 @@ static int do_inspect(struct nmbl_ctx *ctx, int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+static void print_slot(const struct nmbl_slots *s, char slot, bool json)
+{
+	enum nmbl_slot_state state = nmbl_slots_get_state(s, slot);
+	int boot = nmbl_slots_get_boot_number(s, slot);
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s\\nmbl-%c.efi", nmbl_slots_get_dir(s), slot);
+	if (json) {
+		printf("%s{\"slot\":\"%c\",\"path\":", slot == 'a' ? "" : ",", slot);
+		json_string(path);
+		printf(",\"state\":\"%s\",\"boot\":", nmbl_slot_state_to_string(state));
+		if (boot >= 0)
+			printf("\"Boot%04X\"}", boot);
+		else
+			fputs("null}", stdout);
+		return;
+	}
+	printf("slot %c: %-6s %s", slot, nmbl_slot_state_to_string(state), path);
+	if (boot >= 0)
+		printf(" (Boot%04X)", boot);
+	putchar('\n');
+}
+
+static int bootcfg_status(const struct nmbl_slots *s, bool json)
+{
+	char cur = nmbl_slots_get_current(s);
+
+	if (json) {
+		fputs("{\"esp\":", stdout);
+		json_string(nmbl_slots_get_esp(s));
+		fputs(",\"slots\":[", stdout);
+		print_slot(s, 'a', true);
+		print_slot(s, 'b', true);
+		printf("],\"current\":");
+		if (cur)
+			printf("\"%c\"}\n", cur);
+		else
+			puts("null}");
+		return EXIT_SUCCESS;
+	}
+	printf("esp: %s\n", nmbl_slots_get_esp(s));
+	print_slot(s, 'a', false);
+	print_slot(s, 'b', false);
+	printf("current: %s\n", cur == 'a' ? "slot a" : cur == 'b' ? "slot b" : "not a slot");
+	return EXIT_SUCCESS;
+}
+
+/* Why a UKI was not put into a slot, or the slots could not be kept. */
+static const char *bootcfg_strerror(int err)
+{
+	switch (-err) {
+	case ENODATA:
+		return "the UKI is not signed, and under Secure Boot the firmware starts only "
+		       "signed programs";
+	case EKEYREJECTED:
+		return "the UKI is signed by no key of the firmware's db, or is revoked in its "
+		       "dbx: the firmware would refuse it";
+	case ENOEXEC:
+		return "the file is not a UKI (kernel, initrd and command line in one EFI program)";
+	case EBADMSG:
+		return "the file is malformed or truncated";
+	case EEXIST:
+		return "nmbl's slots are beside another shim: remove them first";
+	case ENOSPC:
+		return "the ESP (or the firmware's variable store) is full; the slots are as "
+		       "they were";
+	case ENOTDIR:
+		return "not the mount point of a FAT file system";
+	case ENOENT:
+		return "no such file, or no ESP mounted on /efi, /boot/efi or /boot";
+	case ENOTBLK:
+		return "the ESP is not a partition of a disk the firmware can name";
+	default:
+		return nmbl_strerror(err);
+	}
+}
+
+static int bootcfg_fail(const char *what, int err)
+{
+	fprintf(stderr, "nmbl: %s: %s\n", what, bootcfg_strerror(err));
+	return EXIT_FAILURE;
+}
+
+static int do_bootcfg(struct nmbl_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "esp", required_argument, NULL, 'e' },
+		{ "shim", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *esp = NULL, *shim = NULL, *sub;
+	struct nmbl_slots *s = NULL;
+	bool json = false;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			esp = optarg;
+			break;
+		case 's':
+			shim = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			printf("Usage: nmbl bootcfg install UKI [--esp DIR] [--shim PATH]\n"
+			       "       nmbl bootcfg bless [--esp DIR]\n"
+			       "       nmbl bootcfg status [--json] [--esp DIR]\n"
+			       "       nmbl bootcfg remove [--esp DIR]\n"
+			       "nmbl's two slots on the ESP, kept by the firmware: a new UKI is\n"
+			       "offered once through BootNext, and booted by BootOrder once the\n"
+			       "system it started has blessed it.\n");
+			return EXIT_SUCCESS;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "nmbl bootcfg: install, bless, status or remove expected\n");
+		return EXIT_USAGE;
+	}
+	sub = argv[optind++];
+	if (strcmp(sub, "install") == 0 ? optind + 1 != argc : optind != argc) {
+		fprintf(stderr, "nmbl bootcfg %s: %s\n", sub,
+			strcmp(sub, "install") == 0 ? "one UKI expected" : "no arguments expected");
+		return EXIT_USAGE;
+	}
+	if ((json && strcmp(sub, "status") != 0) || (shim && strcmp(sub, "install") != 0)) {
+		fprintf(stderr, "nmbl bootcfg %s: %s not expected\n", sub, json ? "--json" : "--shim");
+		return EXIT_USAGE;
+	}
+	if (strcmp(sub, "install") != 0 && strcmp(sub, "bless") != 0 &&
+	    strcmp(sub, "status") != 0 && strcmp(sub, "remove") != 0) {
+		fprintf(stderr, "nmbl bootcfg: unknown command '%s'\n", sub);
+		return EXIT_USAGE;
+	}
+	r = nmbl_slots_open(ctx, esp, &s);
+	if (r < 0)
+		return bootcfg_fail(esp ? esp : "the ESP", r);
+	if (strcmp(sub, "install") == 0) {
+		char slot = 0;
+
+		r = nmbl_slots_install(s, argv[optind], shim, &slot);
+		if (r < 0) {
+			nmbl_slots_free(s);
+			return bootcfg_fail(argv[optind], r);
+		}
+		if (nmbl_slots_get_state(s, slot) == NMBL_SLOT_GOOD)
+			printf("nmbl: slot %c (Boot%04X) already holds %s and boots by BootOrder\n",
+			       slot, nmbl_slots_get_boot_number(s, slot), argv[optind]);
+		else
+			printf("nmbl: %s is in slot %c (Boot%04X), offered once at the next boot\n",
+			       argv[optind], slot, nmbl_slots_get_boot_number(s, slot));
+		r = EXIT_SUCCESS;
+	} else if (strcmp(sub, "bless") == 0) {
+		enum nmbl_bless_result res;
+
+		r = nmbl_slots_bless(s, &res);
+		if (r < 0) {
+			nmbl_slots_free(s);
+			return bootcfg_fail("bless", r);
+		}
+		switch (res) {
+		case NMBL_BLESS_NOTHING:
+			printf("nmbl: no slot on trial\n");
+			break;
+		case NMBL_BLESS_PENDING:
+			printf("nmbl: the slot on trial starts at the next boot\n");
+			break;
+		case NMBL_BLESS_GOOD:
+			printf("nmbl: slot %c booted this system: it is the good slot, first in BootOrder\n",
+			       nmbl_slots_get_current(s));
+			break;
+		case NMBL_BLESS_FAILED:
+			for (char slot = 'a'; slot <= 'b'; slot++)
+				if (nmbl_slots_get_state(s, slot) == NMBL_SLOT_FAILED)
+					fprintf(stderr, "nmbl: slot %c (Boot%04X) was offered and did not "
+						"boot this system: BootOrder left as it was\n", slot,
+						nmbl_slots_get_boot_number(s, slot));
+			break;
+		}
+		r = EXIT_SUCCESS;
+	} else if (strcmp(sub, "status") == 0) {
+		r = bootcfg_status(s, json);
+	} else {
+		r = nmbl_slots_remove(s);
+		if (r < 0) {
+			nmbl_slots_free(s);
+			return bootcfg_fail("remove", r);
+		}
+		printf("nmbl: both slots removed, BootOrder as nmbl found it\n");
+		r = EXIT_SUCCESS;
+	}
+	nmbl_slots_free(s);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	struct nmbl_ctx *ctx;
-	const char *verb;
+	const char *verb, *root = NULL;
+	bool verbose = false;
 	int argi = 1, r;
 
-	if (argc > argi && strcmp(argv[argi], "--verbose") == 0)
-		argi++;
+	for (;;) {
+		if (argc > argi && strcmp(argv[argi], "--verbose") == 0) {
+			verbose = true;
+			argi++;
+		} else if (argc > argi + 1 && strcmp(argv[argi], "--root") == 0) {
+			root = argv[argi + 1];
+			argi += 2;
+		} else {
+			break;
+		}
+	}
 	if (argc <= argi) {
 		usage_main(stderr);
 		return EXIT_USAGE;
@@ -474,10 +725,10 @@ int main(int argc, char **argv)
 		usage_main(stdout);
 		return EXIT_SUCCESS;
 	}
-	r = nmbl_new(NULL, &ctx);
+	r = nmbl_new(root, &ctx);
 	if (r < 0)
 		return fail("init", r);
-	if (argi > 1)
+	if (verbose)
 		nmbl_set_log_priority(ctx, LOG_DEBUG);
 
 	argc -= argi;
@@ -509,6 +760,8 @@ int main(int argc, char **argv)
 		}
 	} else if (strcmp(verb, "inspect") == 0) {
 		r = do_inspect(ctx, argc, argv);
+	} else if (strcmp(verb, "bootcfg") == 0) {
+		r = do_bootcfg(ctx, argc, argv);
 	} else if (strcmp(verb, "status") == 0) {
 		bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
 

@@ -7,6 +7,7 @@
 #include <linux/kexec.h>
 #include <linux/keyctl.h>
 #include <linux/reboot.h>
+#include <linux/watchdog.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
@@ -113,6 +114,43 @@ int nmbl_sys_finit_module(int fd, const char *params)
 	if (syscall(SYS_finit_module, fd, params, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+int nmbl_sys_watchdog_open(const char *path)
+{
+	/* Opening it starts it. */
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int nmbl_sys_watchdog_set_timeout(int fd, unsigned *seconds)
+{
+	int t = (int)*seconds;
+
+	if (ioctl(fd, WDIOC_SETTIMEOUT, &t) < 0)
+		return -errno;
+	*seconds = t > 0 ? (unsigned)t : 0;
+	return 0;
+}
+
+int nmbl_sys_watchdog_stop(int fd)
+{
+	struct watchdog_info info;
+	int options = WDIOS_DISABLECARD, r = 0;
+
+	/* Nothing is written to a descriptor that is no watchdog: its
+	 * number may have come from the environment. */
+	if (ioctl(fd, WDIOC_GETSUPPORT, &info) < 0)
+		return -errno;
+	if (ioctl(fd, WDIOC_SETOPTIONS, &options) < 0)
+		r = -errno;
+	/* The magic close as well, for whoever holds the last copy of the
+	 * descriptor: a driver may stop only on that. */
+	if (write(fd, "V", 1) < 0 && r == 0)
+		r = -errno;
+	close(fd);
+	return r;
 }
 
 /*

@@ -5,6 +5,7 @@
  */
 #include <stdarg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -97,7 +98,9 @@ int nmbl_sys_key_describe(int32_t key, char *buf, size_t len)
 {
 	for (size_t i = 0; i < sizeof(fake.keys) / sizeof(fake.keys[0]); i++)
 		if (fake.keys[i].description && fake.keys[i].id == key) {
-			snprintf(buf, len, "asymmetric;0;0;3f010000;%s", fake.keys[i].description);
+			snprintf(buf, len, "%s;0;0;3f010000;%s",
+				 fake.keys[i].type ? fake.keys[i].type : "asymmetric",
+				 fake.keys[i].description);
 			return 0;
 		}
 	return -ENOKEY;
@@ -118,6 +121,40 @@ int nmbl_sys_finit_module(int fd, const char *params)
 	base = strrchr(path, '/');
 	record("insmod %s;", base ? base + 1 : path);
 	return fake.finit_errno;
+}
+
+/* /dev/null stands for the watchdog: a descriptor to close. */
+int nmbl_sys_watchdog_open(const char *path)
+{
+	int fd;
+
+	record("watchdog_open %s;", path + strlen(fake.root));
+	if (fake.watchdog_errno)
+		return fake.watchdog_errno;
+	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int nmbl_sys_watchdog_set_timeout(int fd, unsigned *seconds)
+{
+	(void)fd;
+	record("watchdog_timeout %u;", *seconds);
+	if (fake.watchdog_timeout_errno)
+		return fake.watchdog_timeout_errno;
+	if (fake.watchdog_timeout_set)
+		*seconds = fake.watchdog_timeout_set;
+	return 0;
+}
+
+/* As the kernel's ioctl would, a descriptor that is not open is -EBADF
+ * and left alone. */
+int nmbl_sys_watchdog_stop(int fd)
+{
+	if (fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	record("watchdog_stop;");
+	close(fd);
+	return fake.watchdog_stop_errno;
 }
 
 int nmbl_sys_efivar_write(const char *path, const void *data, size_t len)

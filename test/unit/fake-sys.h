@@ -12,6 +12,10 @@ struct fake_sys {
 	const char *root; /* stripped from recorded paths */
 	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno,
 	    finit_errno, efivar_errno;
+	/* The watchdog: opening it, setting its timeout, stopping it fail
+	 * with these; the timeout the driver sets instead (0: as asked). */
+	int watchdog_errno, watchdog_timeout_errno, watchdog_stop_errno;
+	unsigned watchdog_timeout_set;
 	/* kexec_file_load(2) would take a command line without its NUL. */
 	bool check_loads;
 	/* The boot clock; 0 = none. */
@@ -19,6 +23,7 @@ struct fake_sys {
 	struct {
 		int32_t keyring, id;
 		const char *description;
+		const char *type; /* NULL: "asymmetric" */
 	} keys[8];
 	/* Recorded. */
 	char calls[4096];

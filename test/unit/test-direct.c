@@ -346,6 +346,40 @@ static void test_switch_root_mounts_the_entry_root(void)
 	CHECK_STR(cmdline, "7");
 }
 
+/* nmbl's own panic= (its UKI reboots when it panics) is not the entry's:
+ * no reason to kexec, and the entry gets the timeout its own line asks
+ * for, or the kernel's default.  nmbl's watchdog does not go along. */
+static void test_switch_root_leaves_nmbl_panic_and_watchdog_behind(void)
+{
+	const char *entry = "BOOT_IMAGE=/vmlinuz root=UUID=7a46e7a1 ro console=tty0 "
+			    "console=ttyS0,115200 quiet";
+	char line[512], why[256], value[32];
+	int fd;
+
+	machine();
+	snprintf(line, sizeof(line), "%s panic=30", entry);
+	fixture_text("/proc/cmdline", line);
+	fixture_text("/proc/sys/kernel/panic", "30\n");
+	CHECK_INT(choose(KERNEL, entry, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	snprintf(value, sizeof(value), "%d", fd);
+	CHECK_INT(setenv(NMBL_WATCHDOG_FD, value, 1), 0);
+	CHECK_INT(nmbl_switch_root(ctx, entry), 0);
+	CHECK(strstr(fake.calls, "watchdog_stop;"));
+	CHECK(!getenv(NMBL_WATCHDOG_FD));
+	CHECK_INT(nmbl_read_small(ctx, "/proc/sys/kernel/panic", value, sizeof(value)), 1);
+	CHECK_STR(value, "0");
+
+	machine();
+	fixture_text("/proc/cmdline", line);
+	snprintf(line, sizeof(line), "%s panic=-1", entry);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_INT(nmbl_switch_root(ctx, line), 0);
+	CHECK_INT(nmbl_read_small(ctx, "/proc/sys/kernel/panic", value, sizeof(value)), 2);
+	CHECK_STR(value, "-1");
+	CHECK(!strstr(fake.calls, "watchdog_stop;"));
+}
+
 static void test_switch_root_flags_and_names(void)
 {
 	machine();
@@ -487,6 +521,7 @@ int main(void)
 		test_what_its_own_initrd_sets_up_is_kexeced,
 		test_hibernated_system_is_resumed_by_its_own_initrd,
 		test_switch_root_mounts_the_entry_root,
+		test_switch_root_leaves_nmbl_panic_and_watchdog_behind,
 		test_switch_root_flags_and_names,
 		test_switch_root_refuses_what_it_cannot_boot,
 		test_switch_root_never_shares_a_mount,

@@ -23,22 +23,28 @@ depends() {
 # What the menu needs to see disks and read the ESP and /boot.  Whatever
 # the firmware found the UKI on, Linux must find too.  And the keyboard:
 # PS/2 is built into distribution kernels, USB keyboards need their host
-# controller and HID drivers.
+# controller and HID drivers.  And the watchdogs that reset a machine whose
+# nmbl hangs before its menu: QEMU's i6300esb; Intel's TCO (iTCO_wdt, on
+# the platform device that lpc_ich or, on newer chipsets, i2c_i801
+# makes), AMD's (sp5100_tco), and the ACPI WDAT table's (wdat_wdt).
 installkernel() {
     hostonly='' instmods \
         virtio_pci virtio_blk virtio_scsi sd_mod ahci nvme \
         xhci_pci usb_storage uas mmc_block sdhci_pci \
         ext4 vfat nls_cp437 nls_ascii nls_utf8 btrfs xfs efivarfs \
-        ehci_pci ohci_pci uhci_hcd usbhid hid_generic
+        ehci_pci ohci_pci uhci_hcd usbhid hid_generic \
+        i6300esb iTCO_wdt lpc_ich i2c_i801 sp5100_tco wdat_wdt
 }
 
 install() {
-    # The build names the binaries it made; an installed nmbl has them in
-    # /usr/libexec/nmbl.
-    local grub_emu=${NMBL_GRUB_EMU:-/usr/libexec/nmbl/grub-emu}
-    local nmbl=${NMBL_BIN:-/usr/bin/nmbl}
-    local console=${NMBL_CONSOLE:-/usr/libexec/nmbl/nmbl-console}
-    local init=${NMBL_INIT:-/usr/libexec/nmbl/nmbl-init}
+    # The build names the binaries it made; an installed nmbl has them
+    # where make install put them (it rewrites these two lines).
+    local libexecdir=/usr/libexec/nmbl
+    local bindir=/usr/bin
+    local grub_emu=${NMBL_GRUB_EMU:-$libexecdir/grub-emu}
+    local nmbl=${NMBL_BIN:-$bindir/nmbl}
+    local console=${NMBL_CONSOLE:-$libexecdir/nmbl-console}
+    local init=${NMBL_INIT:-$libexecdir/nmbl-init}
 
     inst_binary "$init" /init
     inst_binary "$grub_emu" /usr/libexec/nmbl/grub-emu

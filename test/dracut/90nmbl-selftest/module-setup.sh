@@ -6,8 +6,10 @@
 # kernel in the boot partition, and print what each said, so a test can
 # check that nmbl accepts and refuses exactly what kexec_file_load through
 # kexec-tools does; and listen on the second serial port for faults to
-# inject into the menu (nmbl-fault.sh).  This image has a shell but not
-# nmbl.shell: a failed menu must still bring the menu back, not the shell.
+# inject into the menu (nmbl-fault.sh); and, when its command line asks,
+# stall before the menu as a hang would (nmbl-stall.sh), for the watchdog.
+# This image has a shell but not nmbl.shell: a failed menu must still
+# bring the menu back, not the shell.
 #
 # Sourced by dracut: no set -eu here, dracut's own shell options rule.
 
@@ -20,8 +22,9 @@ depends() {
 }
 
 install() {
-    inst_multiple kexec sh mkdir mount umount
+    inst_multiple kexec sh mkdir mount umount sleep
     # shellcheck disable=SC2154 # dracut sets moddir before calling us
+    inst_script "$moddir/nmbl-stall.sh" /usr/lib/nmbl/pre-menu.d/10-nmbl-stall
     inst_script "$moddir/nmbl-agree.sh" /usr/lib/nmbl/pre-menu.d/40-nmbl-agree
     inst_script "$moddir/nmbl-fault.sh" /usr/lib/nmbl/pre-menu.d/50-nmbl-fault
 }
