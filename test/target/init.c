@@ -38,6 +38,14 @@
  *   NMBL-TARGET-ROOT-FILE <content of /nmbl-journal|missing>
  *   NMBL-TARGET-ROOT-RW <ok|error>     (remount read-write, write, fsync)
  *   NMBL-TARGET-ROOT-RO <ok|error>     (remount read-only: clean again)
+ *
+ * With nmbl.test-bootcfg=ACTION[,ACTION]... (install:PATH, bless, status,
+ * remove), what nmbl's package and bless unit do on a real system: the
+ * ESP (/dev/vda1, FAT; the entry loads vfat with rd.driver.pre=) mounted
+ * on /efi, then "nmbl --verbose bootcfg ACTION [PATH]" for each, its own
+ * lines (and libnmbl's) on the console, and after each:
+ *   NMBL-TARGET-BOOTCFG <action> exit=<status>
+ *   NMBL-TARGET-BOOTORDER order=<BootOrder, 0003,0001> next=<BootNext|->
  */
 
 #include <dirent.h>
@@ -53,6 +61,7 @@
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The dracut hook of the target initramfs copies the markers here, since
@@ -465,6 +474,78 @@ static void test_root(void)
  * -no-reboot.  Not halt: a halted VM runs on forever.  If both fail,
  * returning from PID 1 panics, and the target initramfs makes a panic
  * reboot. */
+/* An EFI variable of UINT16s as "0003,0001", "-" when absent. */
+static void boot_numbers(const char *name, char *out, size_t size)
+{
+	unsigned char v[4 + 2 * 64];
+	char path[128];
+	size_t o = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), EFIVARS "/%s-8be4df61-93ca-11d2-aa0d-00e098032b8c", name);
+	snprintf(out, size, "-");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, v, sizeof(v));
+	close(fd);
+	for (ssize_t i = 4; i + 1 < n && o + 6 < size; i += 2)
+		o += (size_t)snprintf(out + o, size - o, "%s%04X", i > 4 ? "," : "",
+				      v[i] | v[i + 1] << 8);
+}
+
+static void run_bootcfg(const char *action)
+{
+	char verb[64], order[400], next[16];
+	const char *arg = strchr(action, ':');
+	size_t len = arg ? (size_t)(arg - action) : strlen(action);
+	int status = -1;
+	pid_t pid;
+
+	snprintf(verb, sizeof(verb), "%.*s", (int)len, action);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "nmbl", "--verbose", "bootcfg", verb, arg ? (char *)arg + 1 : NULL,
+				 NULL };
+
+		if (console_fd >= 0) {
+			dup2(console_fd, STDOUT_FILENO);
+			dup2(console_fd, STDERR_FILENO);
+		}
+		execv("/usr/bin/nmbl", argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	out_line("NMBL-TARGET-BOOTCFG %s exit=%d", verb,
+		 pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	boot_numbers("BootOrder", order, sizeof(order));
+	boot_numbers("BootNext", next, sizeof(next));
+	out_line("NMBL-TARGET-BOOTORDER order=%s next=%s", order, next);
+}
+
+static void test_bootcfg(void)
+{
+	static const char key[] = "nmbl.test-bootcfg=";
+	char cmdline[CMDLINE_MAX_LEN], *p, *save = NULL, *action;
+
+	if (read_text("/proc", "cmdline", cmdline, sizeof(cmdline)) < 0)
+		return;
+	p = strstr(cmdline, key);
+	if (!p)
+		return;
+	p += sizeof(key) - 1;
+	p[strcspn(p, " ")] = '\0';
+	if (mount("/dev/vda1", "/efi", "vfat", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		out_line("NMBL-TARGET-WARN mount /efi: %s", strerror(errno));
+	for (action = strtok_r(p, ",", &save); action; action = strtok_r(NULL, ",", &save))
+		run_bootcfg(action);
+	if (umount("/efi") < 0)
+		out_line("NMBL-TARGET-WARN umount /efi: %s", strerror(errno));
+}
+
 static void power_off(void)
 {
 	static const int how[] = { RB_POWER_OFF, RB_AUTOBOOT };
@@ -498,6 +579,7 @@ int main(void)
 		report_loader_variables();
 		set_requested_variables();
 		test_root();
+		test_bootcfg();
 	}
 
 	if (!pid1)
