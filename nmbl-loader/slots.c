@@ -100,6 +100,7 @@ static int find_esp(const struct nmbl_ctx *ctx, const char *want, struct nmbl_sl
 		return r;
 	for (size_t c = 0; c < n_cand; c++) {
 		const char *cand = want ? want : esp_candidates[c];
+		size_t cand_len = strlen(cand);
 		char *save = NULL, *copy = strdup(info), *line;
 		bool found = false;
 
@@ -114,7 +115,10 @@ static int find_esp(const struct nmbl_ctx *ctx, const char *want, struct nmbl_sl
 			if (!dash || sscanf(line, "%*u %*u %31s %*s %4095s", id, point) != 2 ||
 			    sscanf(dash + 3, "%31s", fstype) != 1)
 				continue;
-			if (strcmp(point, cand) != 0)
+			/* "--esp /efi/" names /efi too. */
+			while (cand_len > 1 && cand[cand_len - 1] == '/')
+				cand_len--;
+			if (strlen(point) != cand_len || strncmp(point, cand, cand_len) != 0)
 				continue;
 			found = strcmp(fstype, "vfat") == 0;
 			if (found)
@@ -122,7 +126,7 @@ static int find_esp(const struct nmbl_ctx *ctx, const char *want, struct nmbl_sl
 		}
 		free(copy);
 		if (found) {
-			snprintf(s->esp, sizeof(s->esp), "%s", cand);
+			snprintf(s->esp, sizeof(s->esp), "%.*s", (int)cand_len, cand);
 			return 0;
 		}
 		if (want)
@@ -216,8 +220,12 @@ static int state_read(const struct nmbl_ctx *ctx, struct nmbl_slots *s)
 		if (strcmp(line, "version") == 0) {
 			version = strcmp(v, "1") == 0;
 		} else if (strcmp(line, "dir") == 0) {
+			_cleanup_free_ char *norm = NULL;
+
+			/* A directory below \EFI, spelt as the firmware opens
+			 * it: no "..", no '/'. */
 			if (strncmp(v, "\\EFI\\", 5) != 0 || strlen(v) >= sizeof(s->dir) ||
-			    strchr(v, '/'))
+			    nmbl_efi_path_normalize(v, &norm) < 0 || strcmp(norm, v) != 0)
 				return -EBADMSG;
 			snprintf(s->dir, sizeof(s->dir), "%s", v);
 		} else if (strcmp(line, "shim") == 0) {

@@ -380,9 +380,16 @@ static void test_the_esp_is_a_mounted_fat(void)
 	fixture_text("/proc/self/mountinfo", "22 1 254:3 / / rw - ext4 /dev/vda3 rw\n");
 	CHECK_INT(nmbl_slots_open(ctx, NULL, &s), -ENOENT);
 	CHECK(s == NULL);
-	/* A state file nmbl did not write. */
+	/* A trailing slash names the same mount point. */
 	setup(0);
+	CHECK_INT(nmbl_slots_open(ctx, "/efi/", &s), 0);
+	if (s)
+		CHECK_STR(nmbl_slots_get_esp(s), "/efi");
+	s = nmbl_slots_free(s);
+	/* A state file nmbl did not write, or one leading out of \EFI. */
 	fixture_text("/efi/EFI/nmbl/slots", "hello\n");
+	CHECK_INT(nmbl_slots_open(ctx, NULL, &s), -EBADMSG);
+	fixture_text("/efi/EFI/nmbl/slots", "version=1\ndir=\\EFI\\..\\..\\x\n");
 	CHECK_INT(nmbl_slots_open(ctx, NULL, &s), -EBADMSG);
 }
 
