@@ -95,6 +95,16 @@ static int find_esp(const struct nmbl_ctx *ctx, const char *want, struct nmbl_sl
 	size_t len, n_cand = want ? 1 : sizeof(esp_candidates) / sizeof(*esp_candidates);
 	int r;
 
+	/* systemd mounts the ESP on first use (an automount): a look inside
+	 * mounts it, before mountinfo is read. */
+	for (size_t c = 0; c < n_cand; c++) {
+		_cleanup_free_ char *inside = NULL;
+		struct stat st;
+
+		if (asprintf(&inside, "%s%s/.", ctx->root, want ? want : esp_candidates[c]) < 0)
+			return -ENOMEM;
+		(void)stat(inside, &st);
+	}
 	r = nmbl_read_file(ctx, "/proc/self/mountinfo", NMBL_MOUNTINFO_MAX, &info, &len);
 	if (r < 0)
 		return r;
