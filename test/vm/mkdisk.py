@@ -23,7 +23,9 @@ import uuid
 
 MiB = 1024 * 1024
 # mkfs.btrfs refuses smaller file systems.
-BTRFS_MIN_MIB = 128
+# Small trees still need room for btrfs's chunks (metadata twice): 128 MiB
+# was once 5 MiB short for the target's root holding /boot.
+BTRFS_MIN_MIB = 256
 SECTOR = 512
 ALIGN = 1 * MiB  # first partition at 1 MiB, every partition on a 1 MiB boundary
 
@@ -116,6 +118,11 @@ def make_btrfs(path, size, tree, fs_uuid, label, subvol=None):
     if label:
         cmd += ["-L", label]
     run(cmd + [path], stdout=subprocess.DEVNULL)
+    # mkfs.btrfs --rootdir grows the file when the tree does not fit: a file
+    # system larger than its partition, which Linux refuses to mount.
+    if os.path.getsize(path) > size:
+        raise MkdiskError(f"btrfs needs {math.ceil(os.path.getsize(path) / MiB)} MiB for "
+                          f"{tree}, the partition has {size // MiB} MiB")
     if not subvol:
         return
     with tempfile.TemporaryDirectory(prefix=".mkdisk-mnt-", dir=os.path.dirname(path)) as mnt:
