@@ -565,6 +565,9 @@ static const char *bootcfg_strerror(int err)
 		       "they were";
 	case ENOTDIR:
 		return "not the mount point of a FAT file system";
+	case EROFS:
+		return "the ESP's file system has errors (Linux made it read-only): check it "
+		       "with fsck.vfat, then install again; the firmware boots the good slot";
 	case ENOENT:
 		return "no such file, or no ESP mounted on /efi, /boot/efi or /boot";
 	case ENOTBLK:

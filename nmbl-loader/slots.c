@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "nmbl-private.h"
 
@@ -342,7 +343,21 @@ static int replace_file(const struct nmbl_ctx *ctx, const char *path,
 		(void)unlink(tmp);
 		return r;
 	}
-	return fsync_dir_of(path);
+	r = fsync_dir_of(path);
+	if (r < 0)
+		return r;
+	/* FAT keeps no journal: after a power cut it may hold errors that
+	 * Linux finds only now, and then turns the file system read-only
+	 * while the calls above still succeed. */
+	{
+		struct statvfs st;
+
+		if (statvfs(dir, &st) < 0)
+			return -errno;
+		if (st.f_flag & ST_RDONLY)
+			return -EROFS;
+	}
+	return 0;
 }
 
 struct bytes {
