@@ -288,6 +288,12 @@ static int fsync_dir_of(const char *path)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) < 0)
 		return -errno;
+	/* FAT renames over an existing file by rewriting that file's entry
+	 * through its inode, which the directory's fsync does not write: the
+	 * whole file system, then (seen after a power cut: the old name's
+	 * entry still on the disk, its clusters reused by the next file). */
+	if (syncfs(fd) < 0)
+		return -errno;
 	return 0;
 }
 
