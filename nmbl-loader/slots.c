@@ -581,13 +581,22 @@ static int slot_boot_option(struct nmbl_ctx *ctx, struct nmbl_slots *s, int i)
 
 /* --- files ---------------------------------------------------------------- */
 
-static char *slot_file(const struct nmbl_ctx *ctx, const struct nmbl_slots *s, int i)
+/* The file NAME in the slots' directory, as Linux reaches it; malloc'ed. */
+static char *dir_file(const struct nmbl_ctx *ctx, const struct nmbl_slots *s, const char *name)
 {
-	char dir[256], rel[300];
+	char dir[256], rel[320];
 
 	efi_to_unix(s->dir, dir, sizeof(dir));
-	snprintf(rel, sizeof(rel), "%s/nmbl-%c.efi", dir, slot_name(i));
+	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
 	return esp_path(ctx, s, rel);
+}
+
+static char *slot_file(const struct nmbl_ctx *ctx, const struct nmbl_slots *s, int i)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "nmbl-%c.efi", slot_name(i));
+	return dir_file(ctx, s, name);
 }
 
 static int fill_copy(int fd, const void *data)
@@ -646,7 +655,7 @@ static int same_content(int a, const char *b)
  * line "shim,label,load options,comment", the good slot's. */
 static int write_csv(struct nmbl_ctx *ctx, struct nmbl_slots *s)
 {
-	char dir[256], rel[320], line[256];
+	char line[256];
 	_cleanup_free_ char *path = NULL, *saved = NULL;
 	_cleanup_free_ void *text16 = NULL;
 	_cleanup_free_ char *bytes = NULL;
@@ -655,9 +664,7 @@ static int write_csv(struct nmbl_ctx *ctx, struct nmbl_slots *s)
 
 	if (!s->shim[0] || s->good < 0)
 		return 0;
-	efi_to_unix(s->dir, dir, sizeof(dir));
-	snprintf(rel, sizeof(rel), "%s/" CSV_NAME, dir);
-	path = esp_path(ctx, s, rel);
+	path = dir_file(ctx, s, CSV_NAME);
 	saved = esp_path(ctx, s, CSV_SAVED);
 	if (!path || !saved)
 		return -ENOMEM;
@@ -1008,13 +1015,9 @@ NMBL_EXPORT int nmbl_slots_remove(struct nmbl_slots *s)
 			return -errno;
 	}
 	if (s->csv_saved) {
-		char dir[256], rel[320];
-		_cleanup_free_ char *csv = NULL;
+		_cleanup_free_ char *csv = dir_file(ctx, s, CSV_NAME);
 		_cleanup_close_ int fd = open(saved, O_RDONLY | O_CLOEXEC);
 
-		efi_to_unix(s->dir, dir, sizeof(dir));
-		snprintf(rel, sizeof(rel), "%s/" CSV_NAME, dir);
-		csv = esp_path(ctx, s, rel);
 		if (!csv)
 			return -ENOMEM;
 		if (fd < 0)
