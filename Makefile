@@ -7,7 +7,8 @@
 #                   PREFIX, LIBDIR, ...; make uninstall undoes it)
 #   make install-uki  the signed UKI under $(PREFIX)/lib/nmbl/<kernel version>/
 #   make dist       the source tarball nmbl-$(VERSION).tar.gz
-#   make demo       boot the Secure Boot demo VM on this terminal
+#   make demo       boot the real Debian test machine through nmbl on this terminal
+#   make demo-plain the faster demo: a plain grub.cfg and a target that powers off
 #
 # Everything built lands in $(BUILD); downloads are kept in $(CACHE).
 
@@ -36,7 +37,8 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	pkg-config python3 patch xz-utils libssl-dev libkmod-dev libblkid-dev zstd lz4 cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
-	grub-efi-amd64-bin rpm osslsigncode
+	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
+	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 
 LIB_SRCS = authenticode.c bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c slots.c state.c sys.c uevent.c utf16.c watchdog.c
 LIBS_NMBL = -lcrypto -lkmod -lblkid
@@ -45,7 +47,7 @@ LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu
 
-.PHONY: all deps check bench demo uki fuzz clean distclean
+.PHONY: all deps check bench demo demo-plain uki fuzz clean distclean
 # Objects made on the way are kept: a second make must have nothing to do.
 .SECONDARY:
 
@@ -395,6 +397,21 @@ $(T)/nmbl-noinit.efi: $(T)/marker.img $(NMBL_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
 TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi
 
+# The real-system test machine (test/system): Debian 12 from Debian's
+# archive with nmbl installed as its package installs it, GRUB installed and
+# grub.cfg written inside it.  The base system is built once per cache.
+SYSTEM = $(BUILD)/system
+SYSTEM_DEPS = $(BUILD)/nmbl $(BUILD)/libnmbl.so.1 $(BUILD)/grub-emu $(BUILD)/nmbl-init \
+	$(BUILD)/nmbl-console $(BUILD)/nmbl.efi $(BUILD)/kernel-other/kver $(T)/vmlinuz-test \
+	$(SIGN_KEY) $(SIGN_CERT) test/vm/mkdisk.py test/vm/vm.py nmbl-loader/systemd/nmbl-bless.service \
+	$(filter-out %.py %.md,$(wildcard test/system/*))
+$(SYSTEM)/machine.json: $(SYSTEM_DEPS)
+	rm -rf $(SYSTEM)/nmbl-tree
+	$(MAKE) install install-uki DESTDIR=$(abspath $(SYSTEM)/nmbl-tree)
+	test/system/mkimage --build $(BUILD) --nmbl-tree $(SYSTEM)/nmbl-tree --out $(SYSTEM)
+	rm -rf $(SYSTEM)/nmbl-tree
+SYSTEM_FIXTURES = $(SYSTEM)/machine.json
+
 # --- install ------------------------------------------------------------------
 
 # GNU directories, each below DESTDIR when it is set.  Fedora's LIBDIR is
@@ -511,7 +528,7 @@ dist:
 # --- the two commands -------------------------------------------------------
 
 check: deps
-	$(MAKE) all $(UNIT_TESTS) $(TEST_FIXTURES)
+	$(MAKE) all $(UNIT_TESTS) $(TEST_FIXTURES) $(SYSTEM_FIXTURES)
 	test/run --build $(BUILD)
 
 # Boot times in VMs, medians of BENCH_RUNS runs per variant (see test/bench);
@@ -522,8 +539,13 @@ bench: deps
 	test/bench/bench.py --build $(BUILD) --runs $(BENCH_RUNS)
 
 demo: deps
-	$(MAKE) all $(TEST_FIXTURES)
+	$(MAKE) all $(SYSTEM_FIXTURES)
 	NMBL_BUILD=$(BUILD) test/boot/demo.py
+
+# The first slice's demo: a plain grub.cfg, a target that powers off.
+demo-plain: deps
+	$(MAKE) all $(TEST_FIXTURES)
+	NMBL_BUILD=$(BUILD) test/boot/demo.py --plain
 
 clean:
 	find $(BUILD) -mindepth 1 -maxdepth 1 ! -name cache -exec rm -rf {} +

@@ -78,6 +78,24 @@ def strip_ansi(text):
     return _CONTROL.sub("", _ANSI.sub("", text))
 
 
+class AnsiStripper:
+    """strip_ansi() of a console log that only grows, stripping only what is
+    new at each call."""
+
+    def __init__(self):
+        self._cut, self._done = 0, ""
+
+    def __call__(self, text):
+        # Text before the last ESC is final; from that ESC on a sequence may
+        # still be arriving, unless it is long past.
+        last = text.rfind("\x1b", self._cut)
+        end = len(text) if last < 0 or len(text) - last > 256 else last
+        if end > self._cut:
+            self._done += strip_ansi(text[self._cut:end])
+            self._cut = end
+        return self._done + strip_ansi(text[end:])
+
+
 def parse_keys(spec):
     """Turn "{down}{down}{enter}" / "text{ctrl-x}" into bytes to send; "{{" is "{"."""
     out = []
@@ -112,8 +130,9 @@ class VM:
     def __init__(self, disk, *, secure_boot=True, memory=1024, snapshot=False,
                  vars_file=None, log_file=None, echo=None, qemu_args=(),
                  qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
-                 pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None):
-        """disk: raw image, attached as virtio (/dev/vda in the guest).
+                 pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None, disk_format="raw"):
+        """disk: raw image (or DISK_FORMAT, e.g. a qcow2 overlay), attached as
+            virtio (/dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
         vars_file: EFI variable store to use and keep; made from the template if
             missing. Default: a private copy, deleted by kill().
@@ -139,6 +158,7 @@ class VM:
         self.qemu_args = list(qemu_args)
         self.tb_size = tb_size
         self.blkdebug = blkdebug
+        self.disk_format = disk_format
         self.pace = pace
         self.esc_delay = esc_delay
         self.stderr = ""  # QEMU's own messages (bad arguments, missing files)
@@ -149,7 +169,7 @@ class VM:
         self._raw = bytearray()
         self._chunks = []
         self._text = ""
-        self._clean = (0, "")  # (n, strip_ansi() of the first n chars of the log)
+        self._stripper = AnsiStripper()
         self._cursor = {False: 0, True: 0}  # where the next wait_for starts, per mode
         self._eof = False
         self._started = None
@@ -160,7 +180,7 @@ class VM:
     def command(self):
         """The QEMU command line (needs vars_file set; start() does that)."""
         source = f"blkdebug:{self.blkdebug}:{self.disk}" if self.blkdebug else self.disk
-        drive = f"file={source},format=raw,if=virtio"
+        drive = f"file={source},format={self.disk_format},if=virtio"
         if self.snapshot:
             drive += ",snapshot=on"
         accel = "tcg" if self.tb_size is None else f"tcg,tb-size={self.tb_size}"
@@ -302,16 +322,7 @@ class VM:
 
     def clean_log(self):
         """The log with escape sequences stripped, see strip_ansi()."""
-        text = self.log
-        cut, done = self._clean
-        # Strip only what is new. Text before the last ESC is final; from that
-        # ESC on a sequence may still be arriving, unless it is long past.
-        last = text.rfind("\x1b", cut)
-        end = len(text) if last < 0 or len(text) - last > 256 else last
-        if end > cut:
-            done += strip_ansi(text[cut:end])
-            self._clean = (end, done)
-        return done + strip_ansi(text[end:])
+        return self._stripper(self.log)
 
     def pos(self, clean=False):
         """Current end of the log (or of clean_log()), to pass as wait_for(since=)."""

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The real-system test machine (made by test/system/mkimage): a copy of it
+to boot, and its serial console as a user at a root shell sees it."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vm"))
+
+from vm import VM  # noqa: E402
+
+BUILD = os.environ.get("NMBL_BUILD", "build")
+SYSTEM = os.path.join(BUILD, "system")
+
+# The line nmbl-test-report.service prints once multi-user.target is reached.
+SYSTEM_UP = r"NMBL-SYSTEM-UP release=(\S+) multi-user=(\S+) cmdline=([^\r\n]*)\r?\n"
+MENU_READY = r"executed automatically in"
+PROMPT = "root@nmbl-debian:~# "
+# Firmware to login prompt under TCG, with room for a busy machine.
+BOOT_TIMEOUT = 300
+
+
+def info():
+    """What mkimage recorded: layout, kernels, packages."""
+    with open(os.path.join(SYSTEM, "machine.json")) as f:
+        return json.load(f)
+
+
+def root_uuid():
+    return next(p["uuid"] for p in info()["layout"]["partitions"] if p["role"] == "root")
+
+
+def expected_cmdline(kver):
+    """What Debian's grub.cfg gives an entry of kernel KVER (GRUB's EFI
+    BOOT_IMAGE first), with the machine's GRUB_CMDLINE_LINUX."""
+    return (f"BOOT_IMAGE=/boot/vmlinuz-{kver} root=UUID={root_uuid()} ro "
+            "console=tty0 console=ttyS0,115200 quiet")
+
+
+class Machine:
+    """One machine made from the image: a qcow2 overlay over it (the image
+    stays as mkimage left it) and a copy of its EFI variable store, both
+    kept from one boot to the next."""
+
+    def __init__(self, name):
+        self.dir = os.path.join(BUILD, "test", name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.disk = os.path.join(self.dir, "disk.qcow2")
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
+                        os.path.abspath(os.path.join(SYSTEM, "disk.img")), "-F", "raw",
+                        self.disk], check=True)
+        self.vars_file = os.path.join(self.dir, "vars.fd")
+        shutil.copyfile(os.path.join(SYSTEM, "vars.fd"), self.vars_file)
+
+    def vm(self, name, **kw):
+        return VM(self.disk, disk_format="qcow2", vars_file=self.vars_file,
+                  log_file=os.path.join(self.dir, f"{name}.log"), **kw)
+
+
+class Shell:
+    """A root login on the serial console of VM."""
+
+    def __init__(self, vm, password):
+        self.vm = vm
+        self.n = 0
+        vm.wait_for(r"nmbl-debian login: ", timeout=BOOT_TIMEOUT, clean=True)
+        vm.send_raw("root\r")
+        vm.wait_for(r"Password: ", timeout=60, clean=True)
+        vm.send_raw(password + "\r")
+        vm.wait_for(re.escape(PROMPT), timeout=120, clean=True)
+        # Wide lines, no colours, no pager: what the tests read is plain text.
+        self.run("stty cols 250; export SYSTEMD_COLORS=0 SYSTEMD_PAGER=cat SYSTEMD_LESS= PAGER=cat")
+
+    def run(self, command, timeout=120):
+        """Run COMMAND; return (exit status, output).  The output sits
+        between two marker lines whose text the echoed command line does
+        not contain (printf assembles them)."""
+        self.n += 1
+        n = self.n
+        self.vm.send_raw(f"printf 'NMBL-OUT%s\\n' -{n}; {command}; "
+                         f"printf 'NMBL-RC%s-%s\\n' -{n} $?\r")
+        m = self.vm.wait_for(re.compile(rf"NMBL-OUT-{n}\r?\n(.*?)NMBL-RC-{n}-(\d+)\r?\n", re.S),
+                             timeout=timeout, clean=True)
+        return int(m.group(2)), m.group(1).replace("\r\n", "\n")
+
+    def check(self, command, timeout=120):
+        """Run COMMAND, which must succeed; return its output."""
+        status, out = self.run(command, timeout)
+        if status != 0:
+            raise AssertionError(f"{command!r} exited {status}:\n{out}")
+        return out
+
+    def reboot(self):
+        """systemctl reboot: the VM runs with -no-reboot, so QEMU ends."""
+        self.vm.send_raw("systemctl reboot\r")
+        self.vm.wait_exit(timeout=BOOT_TIMEOUT)
