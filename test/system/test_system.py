@@ -2,7 +2,7 @@
 """A real Debian 12, installed from Debian's packages, boots and updates
 through nmbl (the machine is made by test/system/mkimage).
 
-Five starts of one machine (disk and EFI variables kept from one to the
+Six starts of one machine (disk and EFI variables kept from one to the
 next; each start is one QEMU run, `systemctl reboot` ends it):
 
 1. nmbl's first start, offered by its package (BootNext): Debian's own
@@ -14,9 +14,11 @@ next; each start is one QEMU run, `systemctl reboot` ends it):
    kexecs it.  grub-reboot picks the next start's entry.
 3. That entry boots, and next_entry is spent.  bootctl set-oneshot and
    grub-set-default pick the following ones.
-4. The one-shot entry boots.  Then a broken kernel update: the new kernel
-   replaced by one signed with a key no keyring trusts, made the default.
-5. nmbl refuses it and says why, the menu comes back, and the previous
+4. The one-shot entry boots, once.
+5. grub-set-default's entry boots.  Then a broken kernel update: the new
+   kernel replaced by one signed with a key no keyring trusts, made the
+   default.
+6. nmbl refuses it and says why, the menu comes back, and the previous
    kernel, picked from Debian's "Advanced options" submenu, boots.
 """
 
@@ -127,17 +129,24 @@ def test_debian_boots_and_updates_through_nmbl():
         sh.check(f"grub-set-default '{ids['nmbl-kernel']}'")
         sh.reboot()
 
-    # 4. The one-shot entry.  Then a broken update, made the default.
+    # 4. The one-shot entry, once.
     with machine.vm("4-oneshot") as vm:
         up(vm, other)
         sh = Shell(vm, m["root_password"])
         assert selected(sh) == ids["other-kernel"]
+        sh.reboot()
+
+    # 5. grub-set-default's entry.  Then a broken update, made the default.
+    with machine.vm("5-saved") as vm:
+        up(vm, kver)
+        sh = Shell(vm, m["root_password"])
+        assert selected(sh) == ids["nmbl-kernel"]
         sh.check(f"cp {m['payload']}/vmlinuz-{other}.untrusted /boot/vmlinuz-{other}")
         sh.check("grub-set-default 0")
         sh.reboot()
 
-    # 5. Refused, menu back, the previous kernel from the submenu.
-    with machine.vm("5-broken") as vm:
+    # 6. Refused, menu back, the previous kernel from the submenu.
+    with machine.vm("6-broken") as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         vm.wait_for(re.escape(f"cannot load /boot/vmlinuz-{other}: the kernel is signed by a key "
                               "this machine does not trust"), timeout=BOOT_TIMEOUT, clean=True)
