@@ -2,6 +2,7 @@
 """The real-system test machine (made by test/system/mkimage): a copy of it
 to boot, and its serial console as a user at a root shell sees it."""
 
+import functools
 import json
 import os
 import re
@@ -10,21 +11,20 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "vm"))
+sys.path.insert(0, os.path.join(HERE, "..", "boot"))
 
-from vm import VM  # noqa: E402
+from fixture import MENU_READY, VM, build_path  # noqa: E402,F401  (MENU_READY for the tests)
 
-BUILD = os.environ.get("NMBL_BUILD", "build")
-SYSTEM = os.path.join(BUILD, "system")
+SYSTEM = build_path("system")
 
 # The line nmbl-test-report.service prints once multi-user.target is reached.
 SYSTEM_UP = r"NMBL-SYSTEM-UP release=(\S+) multi-user=(\S+) cmdline=([^\r\n]*)\r?\n"
-MENU_READY = r"executed automatically in"
 PROMPT = "root@nmbl-debian:~# "
 # Firmware to login prompt under TCG, with room for a busy machine.
 BOOT_TIMEOUT = 300
 
 
+@functools.cache
 def info():
     """What mkimage recorded: layout, kernels, packages."""
     with open(os.path.join(SYSTEM, "machine.json")) as f:
@@ -48,7 +48,7 @@ class Machine:
     kept from one boot to the next."""
 
     def __init__(self, name):
-        self.dir = os.path.join(BUILD, "test", name)
+        self.dir = build_path("test", name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
         self.disk = os.path.join(self.dir, "disk.qcow2")
