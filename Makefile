@@ -21,7 +21,7 @@ WERROR ?= -Werror
 VERSION = 0.1
 NMBL_CFLAGS = -DNMBL_VERSION='"$(VERSION)"' -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -fvisibility=hidden -D_GNU_SOURCE \
-	-Inmbl-loader
+	-Inmbl-loader/libnmbl
 OVMF_DIR ?= /usr/share/OVMF
 
 GRUB_VERSION = 2.12
@@ -42,7 +42,7 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 
 LIB_SRCS = authenticode.c bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c slots.c state.c sys.c uevent.c utf16.c watchdog.c
 LIBS_NMBL = -lcrypto -lkmod -lblkid
-LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/%.o)
+LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/libnmbl/%.o)
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu
@@ -61,22 +61,22 @@ $(BUILD)/libnmbl.a: $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl.sym
+$(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl/libnmbl.sym
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnmbl.so.1 \
-		-Wl,--version-script=nmbl-loader/libnmbl.sym -o $@ $(LIB_OBJS) $(LIBS_NMBL)
+		-Wl,--version-script=nmbl-loader/libnmbl/libnmbl.sym -o $@ $(LIB_OBJS) $(LIBS_NMBL)
 
 # Linked statically so the initramfs needs no extra library.
-$(BUILD)/nmbl: $(BUILD)/nmbl-loader/nmbl.o $(BUILD)/libnmbl.a
+$(BUILD)/nmbl: $(BUILD)/nmbl-loader/tools/nmbl.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
 
 # Process 1 of nmbl's initramfs.
-$(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/nmbl-init.o $(BUILD)/libnmbl.a
+$(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/tools/nmbl-init.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
 
-$(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/nmbl-console.o
+$(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/tools/nmbl-console.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
--include $(wildcard $(BUILD)/nmbl-loader/*.d)
+-include $(wildcard $(BUILD)/nmbl-loader/*/*.d)
 
 # --- unit tests: libnmbl with the seam faked, under ASan and UBSan -----------
 
@@ -85,7 +85,7 @@ UNIT_TESTS = $(patsubst test/unit/test-%.c,$(BUILD)/unit/test-%,$(wildcard test/
 UNIT_OBJS = $(patsubst %.c,$(BUILD)/unit/obj/%.o,$(filter-out sys.c,$(LIB_SRCS))) \
 	$(BUILD)/unit/obj/fake-sys.o $(BUILD)/unit/obj/fixture.o
 
-$(BUILD)/unit/obj/%.o: nmbl-loader/%.c
+$(BUILD)/unit/obj/%.o: nmbl-loader/libnmbl/%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -MMD -MP -c -o $@ $<
 $(BUILD)/unit/obj/%.o: test/unit/%.c
@@ -136,7 +136,7 @@ fuzz: $(GRUB_SRC)/.patched
 	set -e; for f in $(FUZZERS); do \
 		clang -O1 -g $(NMBL_CFLAGS) -fsanitize=fuzzer,address,undefined \
 			-o $(BUILD)/fuzz/fuzz-$$f test/fuzz/fuzz-$$f.c \
-			$(patsubst %,nmbl-loader/%,$(filter-out sys.c,$(LIB_SRCS))) \
+			$(patsubst %,nmbl-loader/libnmbl/%,$(filter-out sys.c,$(LIB_SRCS))) \
 			test/unit/fake-sys.c test/unit/fixture.c -Itest/unit $(BLS_FUZZ_FLAGS) \
 			$(LIBS_NMBL); \
 		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
@@ -170,7 +170,7 @@ $(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched
 		--with-platform=emu --target=x86_64 --disable-nls \
 		--disable-grub-emu-sdl --disable-grub-emu-pci \
 		--disable-grub-mkfont --disable-grub-themes AWK=gawk \
-		TARGET_CPPFLAGS="-I$(abspath nmbl-loader)"
+		TARGET_CPPFLAGS="-I$(abspath nmbl-loader/libnmbl)"
 
 # Only grub-emu is needed, not GRUB's utilities: build just its inputs.
 # libnmbl is linked in through LIBS, which GRUB's makefiles do not track;
@@ -403,7 +403,7 @@ TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi
 SYSTEM = $(BUILD)/system
 SYSTEM_DEPS = $(BUILD)/nmbl $(BUILD)/libnmbl.so.1 $(BUILD)/grub-emu $(BUILD)/nmbl-init \
 	$(BUILD)/nmbl-console $(BUILD)/nmbl.efi $(BUILD)/kernel-other/kver $(T)/vmlinuz-test \
-	$(SIGN_KEY) $(SIGN_CERT) test/vm/mkdisk.py test/vm/vm.py nmbl-loader/systemd/nmbl-bless.service \
+	$(SIGN_KEY) $(SIGN_CERT) test/vm/mkdisk.py test/vm/vm.py nmbl-loader/tools/systemd/nmbl-bless.service \
 	$(filter-out %.py %.md,$(wildcard test/system/*))
 $(SYSTEM)/machine.json: $(SYSTEM_DEPS)
 	rm -rf $(SYSTEM)/nmbl-tree
@@ -462,22 +462,22 @@ install: all
 	@mkdir -p $(INSTALL_SUBST)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call PC_DIR,$(LIBDIR))|' \
 		-e 's|@INCLUDEDIR@|$(call PC_DIR,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
-		nmbl-loader/libnmbl.pc.in >$(INSTALL_SUBST)/libnmbl.pc
+		nmbl-loader/libnmbl/libnmbl.pc.in >$(INSTALL_SUBST)/libnmbl.pc
 	sed -e 's|^\([[:space:]]*local libexecdir=\).*|\1$(LIBEXECDIR)/nmbl|' \
 		-e 's|^\([[:space:]]*local bindir=\).*|\1$(BINDIR)|' \
 		$(NMBL_MODULE)/module-setup.sh >$(INSTALL_SUBST)/module-setup.sh
 	sed -e 's|/usr/bin/nmbl |$(BINDIR)/nmbl |' \
-		nmbl-loader/systemd/nmbl-bless.service >$(INSTALL_SUBST)/nmbl-bless.service
+		nmbl-loader/tools/systemd/nmbl-bless.service >$(INSTALL_SUBST)/nmbl-bless.service
 	$(INSTALL) -d $(addprefix $(DESTDIR),$(BINDIR) $(LIBDIR) $(INCLUDEDIR) $(PKGCONFIGDIR) \
 		$(MANDIR)/man8 $(MANDIR)/man3 $(NMBL_DIRS) $(KERNELINSTALLDIR) $(SYSTEMDUNITDIR) \
 		$(PRESETDIR))
 	$(INSTALL) -m 0755 $(BUILD)/nmbl $(DESTDIR)$(BINDIR)/nmbl
 	$(INSTALL) -m 0755 $(BUILD)/libnmbl.so.1 $(DESTDIR)$(LIBDIR)/libnmbl.so.1
 	ln -sfn libnmbl.so.1 $(DESTDIR)$(LIBDIR)/libnmbl.so
-	$(INSTALL) -m 0644 nmbl-loader/libnmbl.h $(DESTDIR)$(INCLUDEDIR)/libnmbl.h
+	$(INSTALL) -m 0644 nmbl-loader/libnmbl/libnmbl.h $(DESTDIR)$(INCLUDEDIR)/libnmbl.h
 	$(INSTALL) -m 0644 $(INSTALL_SUBST)/libnmbl.pc $(DESTDIR)$(PKGCONFIGDIR)/libnmbl.pc
-	$(INSTALL) -m 0644 nmbl-loader/nmbl.8 nmbl-loader/nmbl-init.8 $(DESTDIR)$(MANDIR)/man8/
-	$(INSTALL) -m 0644 nmbl-loader/libnmbl.3 $(DESTDIR)$(MANDIR)/man3/
+	$(INSTALL) -m 0644 nmbl-loader/tools/nmbl.8 nmbl-loader/tools/nmbl-init.8 $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 0644 nmbl-loader/libnmbl/libnmbl.3 $(DESTDIR)$(MANDIR)/man3/
 	$(INSTALL) -m 0755 $(BUILD)/grub-emu $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 		dracut/mkuki dracut/run-dracut $(DESTDIR)$(LIBEXECDIR)/nmbl/
 	$(INSTALL) -m 0644 dracut/os-release dracut/sbat.csv $(DESTDIR)$(DATADIR)/nmbl/
@@ -486,7 +486,7 @@ install: all
 	$(if $(KERNEL_PLUGIN),sed $(PLUGIN_SUBST) $(KERNEL_PLUGIN) >$(INSTALL_SUBST)/95-nmbl.install)
 	$(if $(KERNEL_PLUGIN),$(INSTALL) -m 0755 $(INSTALL_SUBST)/95-nmbl.install $(DESTDIR)$(KERNELINSTALLDIR)/)
 	$(INSTALL) -m 0644 $(INSTALL_SUBST)/nmbl-bless.service $(DESTDIR)$(SYSTEMDUNITDIR)/
-	$(INSTALL) -m 0644 nmbl-loader/systemd/90-nmbl.preset $(DESTDIR)$(PRESETDIR)/
+	$(INSTALL) -m 0644 nmbl-loader/tools/systemd/90-nmbl.preset $(DESTDIR)$(PRESETDIR)/
 
 # Removes what install put there; the directories it shares with others
 # stay, and so does local configuration in $(SYSCONFDIR)/nmbl.

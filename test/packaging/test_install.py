@@ -180,7 +180,7 @@ def test_installed_module_and_unit_name_the_installed_programs():
 
 
 def test_unit_and_preset_bless_once_per_boot_after_boot_complete():
-    with open(os.path.join(TOP, "nmbl-loader", "systemd", "nmbl-bless.service")) as f:
+    with open(os.path.join(TOP, "nmbl-loader", "tools", "systemd", "nmbl-bless.service")) as f:
         unit = f.read()
     lines = set(unit.splitlines())
     for want in ("Type=oneshot", "RemainAfterExit=yes", "Requires=boot-complete.target",
@@ -189,7 +189,7 @@ def test_unit_and_preset_bless_once_per_boot_after_boot_complete():
         assert want in lines, want
     after = [ln for ln in lines if ln.startswith("After=")]
     assert len(after) == 1 and "boot-complete.target" in after[0].split("=", 1)[1].split(), after
-    with open(os.path.join(TOP, "nmbl-loader", "systemd", "90-nmbl.preset")) as f:
+    with open(os.path.join(TOP, "nmbl-loader", "tools", "systemd", "90-nmbl.preset")) as f:
         rules = [ln for ln in f.read().splitlines() if ln and not ln.startswith("#")]
     assert rules == ["enable nmbl-bless.service"], rules
     # systemd's own reading of the unit: nothing unknown or misplaced.  It

@@ -139,8 +139,8 @@ def test_dist_holds_the_tree_as_git_sees_it():
     names = run("tar", "-tzf", tarball).stdout.split()
     assert all(n.startswith(f"nmbl-{version}/") for n in names)
     names = {n[len(f"nmbl-{version}/"):] for n in names}
-    for f in ("Makefile", "COPYING", "specs/nmbl.spec", "nmbl-loader/libnmbl.pc.in",
-              "nmbl-loader/systemd/nmbl-bless.service", "dracut/modules.d/97nmbl/module-setup.sh"):
+    for f in ("Makefile", "COPYING", "specs/nmbl.spec", "nmbl-loader/libnmbl/libnmbl.pc.in",
+              "nmbl-loader/tools/systemd/nmbl-bless.service", "dracut/modules.d/97nmbl/module-setup.sh"):
         assert f in names, f
     assert not any(n.startswith("build/") or "__pycache__" in n for n in names)
     # Symbolic links stay links, to what they point at in the tree.
