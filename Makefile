@@ -21,7 +21,7 @@ WERROR ?= -Werror
 VERSION = 0.1
 NMBL_CFLAGS = -DNMBL_VERSION='"$(VERSION)"' -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -fvisibility=hidden -D_GNU_SOURCE \
-	-Inmbl-loader/libnmbl
+	-Inmbl-loader/libnmbl -Inmbl-loader/shared
 OVMF_DIR ?= /usr/share/OVMF
 
 GRUB_VERSION = 2.12

@@ -163,3 +163,22 @@ NMBL_EXPORT int nmbl_take_loader_entry_requests(struct nmbl_ctx *ctx,
 	*ret_default = TAKE_PTR(def);
 	return 0;
 }
+
+NMBL_EXPORT int nmbl_get_loader_device_partuuid(struct nmbl_ctx *ctx, char **ret_partuuid)
+{
+	_cleanup_free_ char *uuid = NULL;
+	unsigned char guid[16];
+	int r;
+
+	if (!ctx || !ret_partuuid)
+		return -EINVAL;
+	r = read_loader_string(ctx, "LoaderDevicePartUUID", &uuid);
+	if (r < 0)
+		return r;
+	if (!uuid || nmbl_parse_guid(uuid, guid) < 0)
+		return -EBADMSG;
+	/* The stub writes it in capitals, udev's links are in lower case. */
+	nmbl_hex_lower(uuid);
+	*ret_partuuid = TAKE_PTR(uuid);
+	return 0;
+}

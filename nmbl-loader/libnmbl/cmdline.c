@@ -113,6 +113,15 @@ char *nmbl_param_value(const struct nmbl_param *p)
 	return v;
 }
 
+/* CMDLINE split, for the public calls that look for KEY and return RET. */
+static int parse_for_key(const char *cmdline, const char *key, char **ret,
+			 struct nmbl_cmdline **ret_c)
+{
+	if (!cmdline || !key || !ret)
+		return -EINVAL;
+	return nmbl_cmdline_parse(cmdline, strlen(cmdline), ret_c);
+}
+
 NMBL_EXPORT int nmbl_cmdline_get_value(const char *cmdline, const char *key,
 				       char **ret)
 {
@@ -121,9 +130,7 @@ NMBL_EXPORT int nmbl_cmdline_get_value(const char *cmdline, const char *key,
 	char *v;
 	int r;
 
-	if (!cmdline || !key || !ret)
-		return -EINVAL;
-	r = nmbl_cmdline_parse(cmdline, strlen(cmdline), &c);
+	r = parse_for_key(cmdline, key, ret, &c);
 	if (r < 0)
 		return r;
 	p = nmbl_cmdline_find(c, key);
@@ -136,5 +143,49 @@ NMBL_EXPORT int nmbl_cmdline_get_value(const char *cmdline, const char *key,
 	if (!v)
 		return -ENOMEM;
 	*ret = v;
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_cmdline_remove(const char *cmdline, const char *key, char **ret)
+{
+	struct nmbl_cmdline *c;
+	char *out, *o;
+	int r;
+
+	r = parse_for_key(cmdline, key, ret, &c);
+	if (r < 0)
+		return r;
+	out = o = malloc(strlen(cmdline) + 1);
+	if (!out) {
+		nmbl_cmdline_free(c);
+		return -ENOMEM;
+	}
+	*o = '\0';
+	for (size_t i = 0; i < c->n; i++) {
+		if (strcmp(c->params[i].key, key) == 0)
+			continue;
+		if (o > out)
+			*o++ = ' ';
+		o = stpcpy(o, c->params[i].word);
+	}
+	nmbl_cmdline_free(c);
+	*ret = out;
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_get_kernel_cmdline(struct nmbl_ctx *ctx, char **ret_cmdline)
+{
+	char *text;
+	size_t len;
+	int r;
+
+	if (!ctx || !ret_cmdline)
+		return -EINVAL;
+	r = nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	if (len > 0 && text[len - 1] == '\n')
+		text[len - 1] = '\0';
+	*ret_cmdline = text;
 	return 0;
 }

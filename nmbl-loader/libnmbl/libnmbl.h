@@ -68,6 +68,10 @@ int nmbl_coldplug(struct nmbl_ctx *ctx);
  * message that is no uevent.
  */
 int nmbl_handle_uevent(struct nmbl_ctx *ctx, const void *msg, size_t len);
+/* A kernel uevent is at most a page (the kernel's UEVENT_BUFFER_SIZE is
+ * 2048 bytes of variables after the "ACTION@DEVPATH" header): a buffer
+ * this big receives any. */
+#define NMBL_UEVENT_MAX 4096
 /*
  * Make the /dev/disk/by-uuid, by-label, by-partuuid and by-partlabel links
  * of block device NAME ("vda2") below the context's root, named as udev
@@ -145,9 +149,28 @@ int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel, const char *cmdli
  * the root is mounted.  On failure nothing is left mounted.
  */
 int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
+/* Where nmbl_switch_root() mounts the root, as dracut's init names it. */
+#define NMBL_SYSROOT "/sysroot"
+/*
+ * The menu's exit status, which the initramfs's init acts on (see
+ * nmbl-init(8)): NMBL_EXIT_REBOOT, the menu ended (GRUB's reboot, halt or
+ * exit), so restart the machine; NMBL_EXIT_SWITCH_ROOT, nmbl_switch_root()
+ * returned 0 without systemd, so switch root to NMBL_SYSROOT and start the
+ * init the entry's command line names.  Any other status, a signal or a
+ * crash is a failure of the menu itself.
+ */
+#define NMBL_EXIT_REBOOT 0
+#define NMBL_EXIT_SWITCH_ROOT 100
 /* The value of KEY on the command line CMDLINE as the kernel splits it
  * (the last one, quotes removed), malloc'ed; -ENOENT when absent. */
 int nmbl_cmdline_get_value(const char *cmdline, const char *key, char **ret);
+/* CMDLINE without the parameters named KEY, the others as written and
+ * separated by one space, malloc'ed: the running kernel's command line
+ * for another kernel, less the BOOT_IMAGE= its boot loader added. */
+int nmbl_cmdline_remove(const char *cmdline, const char *key, char **ret);
+/* The running kernel's command line (/proc/cmdline below the context's
+ * root), without its trailing newline, malloc'ed. */
+int nmbl_get_kernel_cmdline(struct nmbl_ctx *ctx, char **ret_cmdline);
 
 enum nmbl_lockdown {
 	NMBL_LOCKDOWN_NONE,
@@ -280,6 +303,13 @@ int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry);
  */
 int nmbl_take_loader_entry_requests(struct nmbl_ctx *ctx, char **ret_oneshot,
 				    char **ret_default);
+/*
+ * The unique GUID of the partition the firmware started nmbl's image from
+ * (LoaderDevicePartUUID, set by systemd-stub), in lower case as Linux and
+ * udev's /dev/disk/by-partuuid links spell it, malloc'ed.  -ENOENT when
+ * the firmware did not say, -EBADMSG when it is no GUID.
+ */
+int nmbl_get_loader_device_partuuid(struct nmbl_ctx *ctx, char **ret_partuuid);
 
 /*
  * An EFI load option: the value of a Boot#### variable, decoded with every

@@ -83,7 +83,7 @@ void nmbl_format_guid(const unsigned char *g, bool upper, char out[37])
 		 g[12], g[13], g[14], g[15]);
 }
 
-static int parse_guid(const char *s, unsigned char out[16])
+int nmbl_parse_guid(const char *s, unsigned char out[16])
 {
 	unsigned char raw[16];
 
@@ -414,7 +414,7 @@ int nmbl_load_option_build_data(const char *description, const char *partuuid,
 
 	if (!description || !partuuid || !file || !ret || !ret_len || partition == 0)
 		return -EINVAL;
-	r = parse_guid(partuuid, guid);
+	r = nmbl_parse_guid(partuuid, guid);
 	if (r < 0)
 		return r;
 	/* One spelling per file, the firmware's: every option nmbl writes for

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "libnmbl.h"
+#include "macro.h"
 
 struct kmod_ctx;
 
@@ -124,6 +125,8 @@ bool nmbl_efi_path_equal(const char *a, const char *b);
 /* An EFI_GUID's 16 bytes (three little-endian fields, then 8 bytes) as
  * text: upper case as UEFI prints it, lower case as Linux does. */
 void nmbl_format_guid(const unsigned char *guid, bool upper, char ret[37]);
+/* The reverse: the 16 bytes of a GUID's text; -EINVAL when it is none. */
+int nmbl_parse_guid(const char *text, unsigned char ret[16]);
 
 /* UTF-16LE (up to LEN bytes or a NUL) to a malloc'ed UTF-8 string; an
  * unpaired surrogate becomes U+FFFD. */
@@ -178,8 +181,6 @@ int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37]);
  * 0 when the kernel has it built in. */
 int nmbl_load_fs_module(struct nmbl_ctx *ctx, const char *fstype);
 
-/* Where direct boot mounts the target's root, as dracut's init names it. */
-#define NMBL_SYSROOT "/sysroot"
 /* How long systemd as PID 1 may take to act on a job it accepted. */
 #define NMBL_SYSTEMD_TIMEOUT_SEC 90
 bool nmbl_systemd_is_pid1(const struct nmbl_ctx *ctx);
@@ -293,10 +294,6 @@ int nmbl_pe_check_firmware(const struct nmbl_pe *pe, const struct nmbl_sigdb *db
 int nmbl_image_section_data(const struct nmbl_image *img, const char *name,
 			    const void **ret_data, size_t *ret_size);
 
-/* A kernel uevent is at most a page (the kernel's UEVENT_BUFFER_SIZE is
- * 2048 bytes of variables after the "ACTION@DEVPATH" header). */
-#define NMBL_UEVENT_MAX 4096
-
 /* The fields of a uevent nmbl acts on, pointing into the message; NULL
  * when absent. */
 struct nmbl_uevent {
@@ -351,41 +348,12 @@ int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
 int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
 		    size_t size);
 
-static inline void nmbl_freep(void *p)
-{
-	free(*(void **)p);
-}
-static inline void nmbl_closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-}
-#define _cleanup_free_ __attribute__((cleanup(nmbl_freep)))
-#define _cleanup_close_ __attribute__((cleanup(nmbl_closep)))
 static inline void nmbl_blkid_free_probep(blkid_probe *pr)
 {
 	if (*pr)
 		blkid_free_probe(*pr);
 }
 #define _cleanup_blkid_probe_ __attribute__((cleanup(nmbl_blkid_free_probep)))
-
-static inline void *nmbl_take_ptr(void *pp)
-{
-	void **p = pp;
-	void *v = *p;
-
-	*p = NULL;
-	return v;
-}
-#define TAKE_PTR(p) nmbl_take_ptr(&(p))
-static inline int nmbl_take_fd(int *fd)
-{
-	int v = *fd;
-
-	*fd = -1;
-	return v;
-}
-#define TAKE_FD(fd) nmbl_take_fd(&(fd))
 
 /* Where nmbl mounts the partitions GRUB reads files from. */
 #define NMBL_MOUNT_DIR "/run/nmbl/mnt"

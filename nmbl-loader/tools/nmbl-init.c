@@ -15,9 +15,10 @@
  * machine's watchdog, armed here once its driver is loaded and disarmed
  * by the menu once drawn (or at the hand-over, when it is skipped).
  *
- * The menu's exit status says what comes next: 100, libnmbl mounted the
- * chosen entry's root on /sysroot (a direct boot), so switch root to it
- * and start its init; 0, the user asked for a reboot; anything else (an
+ * The menu's exit status says what comes next (libnmbl.h's NMBL_EXIT_*):
+ * 100, libnmbl mounted the chosen entry's root on /sysroot (a direct
+ * boot), so switch root to it and start its init; 0, the user asked for a
+ * reboot; anything else (an
  * exit status, a signal, a crash, the OOM killer) is a failure of nmbl
  * itself: say so and show the menu again.  A kexec never comes back here.
  *
@@ -29,13 +30,16 @@
  * read-only, reboot and set the log level, never signal a process.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -43,8 +47,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "nmbl-private.h"
+#include "libnmbl.h"
+#include "macro.h"
 
 #define MENU "/usr/libexec/nmbl/grub-emu"
 #define CONSOLE "/usr/libexec/nmbl/nmbl-console"
@@ -62,8 +68,6 @@
 #define MENU_FAST_FAIL_MS 2000
 #define MENU_FAST_FAILS 5
 #define MENU_RETRY_WAIT_S 5
-/* The menu's status for "root mounted on /sysroot, switch to it". */
-#define MENU_SWITCH_ROOT 100
 /* How long the disk the firmware started nmbl from may take to appear:
  * udev's settle timeout, which nmbl's initramfs used before. */
 #define ESP_WAIT_SECONDS 30
@@ -196,15 +200,11 @@ static void drain_uevents(struct nmbl_ctx *ctx, int fd)
  * /dev/disk/by-partuuid link; NULL when the firmware did not say. */
 static char *esp_link(struct nmbl_ctx *ctx)
 {
-	_cleanup_free_ char *raw = NULL, *uuid = NULL;
+	_cleanup_free_ char *uuid = NULL;
 	char *link = NULL;
-	size_t len;
 
-	if (nmbl_efivar_read(ctx, NMBL_LOADER_GUID, "LoaderDevicePartUUID", 256, &raw, &len) < 0 ||
-	    nmbl_utf16_to_utf8(raw, len, &uuid) < 0)
+	if (nmbl_get_loader_device_partuuid(ctx, &uuid) < 0)
 		return NULL;
-	/* The stub writes it in capitals, udev's links are in lower case. */
-	nmbl_hex_lower(uuid);
 	if (asprintf(&link, "/dev/disk/by-partuuid/%s", uuid) < 0)
 		return NULL;
 	return link;
@@ -262,7 +262,7 @@ static void mount_firmware_fs(struct nmbl_ctx *ctx)
 	/* The menu needs the firmware's variables (grubenv is not enough for
 	 * fwsetup and the Secure Boot state), libnmbl the lockdown state. */
 	if (stat("/sys/firmware/efi", &st) == 0) {
-		(void)nmbl_load_fs_module(ctx, "efivarfs");
+		(void)nmbl_load_module(ctx, "fs-efivarfs");
 		if (mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs",
 			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
 			say("cannot mount efivarfs: %m");
@@ -282,37 +282,38 @@ static void restrict_sysrq(void)
 		close(fd);
 }
 
-/* nmbl.shell on nmbl's own command line: a debug build's. */
+/* The value of KEY on the command line /proc/cmdline shows, malloc'ed;
+ * NULL when absent or unreadable. */
+static char *kernel_param(struct nmbl_ctx *ctx, const char *key)
+{
+	_cleanup_free_ char *cmdline = NULL;
+	char *value;
+
+	if (nmbl_get_kernel_cmdline(ctx, &cmdline) < 0 ||
+	    nmbl_cmdline_get_value(cmdline, key, &value) < 0)
+		return NULL;
+	return value;
+}
+
+/* nmbl.shell (or nmbl.shell=1) on nmbl's own command line: a debug
+ * build's. */
 static bool shell_allowed(struct nmbl_ctx *ctx)
 {
-	_cleanup_free_ char *buf = NULL;
-	struct nmbl_cmdline *c = NULL;
-	size_t len;
-	bool yes = false;
+	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.shell");
 
-	if (nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &buf, &len) == 0 &&
-	    nmbl_cmdline_parse(buf, len, &c) == 0) {
-		const struct nmbl_param *p = nmbl_cmdline_find(c, "nmbl.shell");
-
-		yes = p && (strcmp(p->word, "nmbl.shell") == 0 ||
-			    strcmp(p->word, "nmbl.shell=1") == 0);
-	}
-	nmbl_cmdline_free(c);
-	return yes;
+	return value && (!*value || strcmp(value, "1") == 0);
 }
 
 /* nmbl.watchdog=SECONDS on nmbl's command line, 0 for none;
  * *RET_EXPLICIT whether it is there. */
 static unsigned watchdog_seconds(struct nmbl_ctx *ctx, bool *ret_explicit)
 {
-	_cleanup_free_ char *buf = NULL, *value = NULL;
+	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.watchdog");
 	unsigned long seconds;
-	size_t len;
 	char *end;
 
 	*ret_explicit = false;
-	if (nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &buf, &len) < 0 ||
-	    nmbl_cmdline_get_value(buf, "nmbl.watchdog", &value) < 0)
+	if (!value)
 		return WATCHDOG_DEFAULT_S;
 	*ret_explicit = true;
 	errno = 0;
@@ -472,7 +473,7 @@ static int write_device_map(void)
 	for (int i = 0; i < n; i++) {
 		const char *name = list[i]->d_name;
 		char dev[sizeof("/dev/") + sizeof(list[i]->d_name)];
-		bool ok = name[0] != '.' && nmbl_valid_block_name(name);
+		bool ok = name[0] != '.';
 		struct stat st;
 
 		for (size_t s = 0; ok && s < sizeof(skip) / sizeof(skip[0]); s++)
@@ -545,16 +546,8 @@ static void remove_tree(int dfd, dev_t rootdev)
  * it there). */
 static char *target_init(struct nmbl_ctx *ctx)
 {
-	char *buf = NULL, *value = NULL;
-	struct nmbl_cmdline *c = NULL;
-	const struct nmbl_param *p;
-	size_t len;
+	char *value = kernel_param(ctx, "init");
 
-	if (nmbl_read_file(ctx, "/proc/cmdline", NMBL_CMDLINE_MAX, &buf, &len) == 0 &&
-	    nmbl_cmdline_parse(buf, len, &c) == 0 && (p = nmbl_cmdline_find(c, "init")))
-		value = nmbl_param_value(p);
-	nmbl_cmdline_free(c);
-	free(buf);
 	return value && *value ? value : (free(value), strdup("/sbin/init"));
 }
 
@@ -647,7 +640,7 @@ int main(int argc, char **argv)
 		long long started = now_ms();
 
 		r = run_menu();
-		if (r == MENU_SWITCH_ROOT) {
+		if (r == NMBL_EXIT_SWITCH_ROOT) {
 			if (follower > 0) {
 				kill(follower, SIGKILL);
 				(void)waitpid(follower, NULL, 0);
@@ -660,7 +653,7 @@ int main(int argc, char **argv)
 			debug_shell(ctx);
 			sync();
 			(void)reboot(RB_AUTOBOOT);
-		} else if (r == 0) {
+		} else if (r == NMBL_EXIT_REBOOT) {
 			say("the boot menu ended; rebooting");
 			sync();
 			(void)reboot(RB_AUTOBOOT);

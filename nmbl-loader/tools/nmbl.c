@@ -145,22 +145,17 @@ static char *fgets_file(const char *path, char *buf, int size)
 }
 
 /* The running kernel's command line, less the image it was booted from. */
-static char *running_cmdline(void)
+static int running_cmdline(struct nmbl_ctx *ctx, char **ret)
 {
-	char buf[8192], *out, *p, *save = NULL;
-	size_t len = 0;
+	char *text;
+	int r;
 
-	if (!fgets_file("/proc/cmdline", buf, sizeof(buf)))
-		return NULL;
-	out = calloc(1, strlen(buf) + 1);
-	if (!out)
-		return NULL;
-	for (p = strtok_r(buf, " \n", &save); p; p = strtok_r(NULL, " \n", &save)) {
-		if (strncmp(p, "BOOT_IMAGE=", 11) == 0)
-			continue;
-		len += (size_t)sprintf(out + len, "%s%s", len ? " " : "", p);
-	}
-	return out;
+	r = nmbl_get_kernel_cmdline(ctx, &text);
+	if (r < 0)
+		return r;
+	r = nmbl_cmdline_remove(text, "BOOT_IMAGE", ret);
+	free(text);
+	return r;
 }
 
 static int do_load(struct nmbl_ctx *ctx, int argc, char **argv, bool boot)
@@ -172,10 +167,10 @@ static int do_load(struct nmbl_ctx *ctx, int argc, char **argv, bool boot)
 	if (parse_load(argc, argv, boot ? "boot" : "load", &a) < 0)
 		return EXIT_USAGE;
 	if (a.reuse_cmdline) {
-		cmdline = running_cmdline();
-		if (!cmdline) {
+		r = running_cmdline(ctx, &cmdline);
+		if (r < 0) {
 			free(a.initrds);
-			return fail("/proc/cmdline", -errno);
+			return fail("/proc/cmdline", r);
 		}
 		a.cmdline = cmdline;
 	}

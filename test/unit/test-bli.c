@@ -167,6 +167,32 @@ static void test_requests_broken_values_are_ignored(void)
 	CHECK_INT(nmbl_take_loader_entry_requests(NULL, &oneshot, &def), -EINVAL);
 }
 
+/* Where nmbl-init waits for the ESP: systemd-stub's capitals, lower case. */
+static void test_loader_device_partuuid(void)
+{
+	static const char uuid[] = "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9";
+	static const char odd[] = "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F/";
+	unsigned char buf[4 + 2 * sizeof(uuid)] = { 7 };
+	char *v = (char *)1;
+
+	CHECK_INT(nmbl_get_loader_device_partuuid(ctx, &v), -ENOENT);
+	CHECK(v == (char *)1);
+	for (size_t i = 0; i < sizeof(uuid); i++)
+		buf[4 + 2 * i] = (unsigned char)uuid[i];
+	write_var("LoaderDevicePartUUID", buf, sizeof(buf));
+	CHECK_INT(nmbl_get_loader_device_partuuid(ctx, &v), 0);
+	CHECK_STR(v, "0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9");
+	free(v);
+	for (size_t i = 0; i < sizeof(odd); i++)
+		buf[4 + 2 * i] = (unsigned char)odd[i];
+	write_var("LoaderDevicePartUUID", buf, sizeof(buf));
+	v = (char *)1;
+	CHECK_INT(nmbl_get_loader_device_partuuid(ctx, &v), -EBADMSG);
+	CHECK(v == (char *)1);
+	remove(fixture_path(VARS "LoaderDevicePartUUID" LOADER));
+	CHECK_INT(nmbl_get_loader_device_partuuid(NULL, &v), -EINVAL);
+}
+
 static void test_write_errors_are_returned(void)
 {
 	remove(fixture_path(VARS "LoaderInfo" LOADER));
@@ -184,6 +210,7 @@ int main(void)
 		test_times_are_written_every_boot,
 		test_requests_oneshot_is_taken,
 		test_requests_broken_values_are_ignored,
+		test_loader_device_partuuid,
 		test_write_errors_are_returned,
 		NULL,
 	};

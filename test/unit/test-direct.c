@@ -144,6 +144,31 @@ static void test_cmdline_is_split_as_the_kernel_splits_it(void)
 	nmbl_cmdline_free(c);
 }
 
+/* nmbl load --reuse-cmdline: the running kernel's line, quoted words kept
+ * whole, less BOOT_IMAGE=. */
+static void test_running_cmdline_without_boot_image(void)
+{
+	char *line = NULL, *v = NULL;
+
+	fixture_text("/proc/cmdline", "BOOT_IMAGE=(hd0,gpt2)/vmlinuz root=LABEL=\"my root\"  "
+				      "\"BOOT_IMAGE=x\" quiet BOOT_IMAGE=y\n");
+	CHECK_INT(nmbl_get_kernel_cmdline(ctx, &line), 0);
+	CHECK_STR(line, "BOOT_IMAGE=(hd0,gpt2)/vmlinuz root=LABEL=\"my root\"  "
+			"\"BOOT_IMAGE=x\" quiet BOOT_IMAGE=y");
+	CHECK_INT(nmbl_cmdline_remove(line, "BOOT_IMAGE", &v), 0);
+	CHECK_STR(v, "root=LABEL=\"my root\" quiet");
+	free(v);
+	CHECK_INT(nmbl_cmdline_remove(line, "root", &v), 0);
+	CHECK_STR(v, "BOOT_IMAGE=(hd0,gpt2)/vmlinuz \"BOOT_IMAGE=x\" quiet BOOT_IMAGE=y");
+	free(v);
+	free(line);
+	CHECK_INT(nmbl_cmdline_remove("BOOT_IMAGE=a", "BOOT_IMAGE", &v), 0);
+	CHECK_STR(v, "");
+	free(v);
+	CHECK_INT(nmbl_get_kernel_cmdline(NULL, &line), -EINVAL);
+	fixture_text("/proc/cmdline", RUNNING);
+}
+
 static void test_running_kernel_with_userspace_changes_boots_directly(void)
 {
 	char why[512];
@@ -515,6 +540,7 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_cmdline_is_split_as_the_kernel_splits_it,
+		test_running_cmdline_without_boot_image,
 		test_running_kernel_with_userspace_changes_boots_directly,
 		test_kernel_parameters_must_be_the_running_ones,
 		test_another_kernel_or_a_uki_is_kexeced,

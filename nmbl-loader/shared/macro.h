@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Helpers the library and the programs share, as kmod's shared/ serves
+ * libkmod and its tools: header-only, nothing exported, nothing of nmbl's
+ * interface (that is libnmbl.h).
+ */
+#ifndef NMBL_MACRO_H
+#define NMBL_MACRO_H
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static inline void nmbl_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void nmbl_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+#define _cleanup_free_ __attribute__((cleanup(nmbl_freep)))
+#define _cleanup_close_ __attribute__((cleanup(nmbl_closep)))
+
+static inline void *nmbl_take_ptr(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+
+	*p = NULL;
+	return v;
+}
+#define TAKE_PTR(p) nmbl_take_ptr(&(p))
+static inline int nmbl_take_fd(int *fd)
+{
+	int v = *fd;
+
+	*fd = -1;
+	return v;
+}
+#define TAKE_FD(fd) nmbl_take_fd(&(fd))
+
+#endif
