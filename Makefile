@@ -40,7 +40,7 @@ DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
 	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 
-LIB_SRCS = authenticode.c bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c identity.c image.c kexec.c loadopt.c modules.c mount.c pe.c sign.c slots.c state.c sys.c uevent.c utf16.c watchdog.c
+LIB_SRCS = authenticode.c bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c firmware.c identity.c image.c kexec.c loadopt.c lockdown.c modules.c mount.c pe.c sign.c slots.c strerror.c switch-root.c sys.c uevent.c utf16.c watchdog.c
 LIBS_NMBL = -lcrypto -lkmod -lblkid
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/libnmbl/%.o)
 

@@ -78,7 +78,7 @@ static enum nmbl_sig_type sig_type_of(const unsigned char *guid, size_t *ret_siz
 	char text[37];
 
 	nmbl_format_guid(guid, false, text);
-	for (size_t i = 0; i < sizeof(sig_types) / sizeof(sig_types[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(sig_types); i++)
 		if (strcmp(text, sig_types[i].guid) == 0) {
 			*ret_size = sig_types[i].size;
 			return sig_types[i].type;
@@ -344,7 +344,7 @@ static const struct {
 	{ { 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03 }, 9, "SHA512",
 	  NMBL_SIG_SHA512, NMBL_SIG_X509_SHA512 },
 };
-#define N_DIGESTS (sizeof(digests) / sizeof(digests[0]))
+#define N_DIGESTS ELEMENTSOF(digests)
 #define DIGEST_SHA256 1
 _Static_assert(NMBL_DIGEST_MAX >= EVP_MAX_MD_SIZE, "digest buffers too small");
 

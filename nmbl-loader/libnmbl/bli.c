@@ -63,8 +63,7 @@ static int set_loader_u64(struct nmbl_ctx *ctx, const char *name, uint64_t v)
 {
 	unsigned char le[8];
 
-	for (int i = 0; i < 8; i++)
-		le[i] = (unsigned char)(v >> (8 * i));
+	nmbl_put_le64(le, v);
 	return set_loader_var(ctx, name, le, sizeof(le), false);
 }
 

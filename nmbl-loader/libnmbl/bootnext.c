@@ -260,10 +260,8 @@ static int chain_record_write(struct nmbl_ctx *ctx, const struct chain_record *r
 
 	raw[0] = CHAIN_RECORD_VERSION;
 	raw[1] = (unsigned char)rec->flags;
-	raw[2] = (unsigned char)rec->number;
-	raw[3] = (unsigned char)(rec->number >> 8);
-	for (int i = 0; i < 4; i++)
-		raw[4 + i] = (unsigned char)(rec->count >> (8 * i));
+	nmbl_put_le16(raw + 2, (uint16_t)rec->number);
+	nmbl_put_le32(raw + 4, rec->count);
 	/* Padded with spaces when unknown: one size, one variable, always. */
 	memset(raw + 8, ' ', BOOT_ID_LEN);
 	memcpy(raw + 8, rec->boot_id, strlen(rec->boot_id));
@@ -361,8 +359,7 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 	r = chain_record_write(ctx, &now);
 	if (r < 0)
 		return r;
-	next[0] = (unsigned char)number;
-	next[1] = (unsigned char)(number >> 8);
+	nmbl_put_le16(next, (uint16_t)number);
 	r = nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, "BootNext", next, sizeof(next));
 	if (r < 0)
 		return r;

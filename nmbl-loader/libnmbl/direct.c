@@ -2,7 +2,9 @@
 /*
  * Direct boot: when the kernel an entry names is the kernel already
  * running, nmbl mounts the entry's root file system and switches root to
- * it instead of booting the same kernel a second time.
+ * it instead of booting the same kernel a second time.  This file decides
+ * (may the entry boot so, and what root is mounted how); switch-root.c
+ * does it.
  *
  * The rule that keeps this honest: the target must not be able to tell.
  * Its userspace sees the entry's command line in /proc/cmdline.  What only
@@ -17,27 +19,14 @@
  * with their initrd as well.
  */
 #include <dirent.h>
-#include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 
 #include "nmbl-private.h"
 
-/* Where the entry's command line waits to be bound over /proc/cmdline: in
- * the initramfs itself, which switch_root empties, so that nothing of it
- * stays behind but the mount. */
-#define NMBL_CMDLINE_FILE "/nmbl-cmdline"
-
-static void cmdline_freep(struct nmbl_cmdline **c)
-{
-	nmbl_cmdline_free(*c);
-}
-#define _cleanup_cmdline_ __attribute__((cleanup(cmdline_freep)))
+#define _cleanup_cmdline_ _cleanup_(nmbl_cmdline_freep)
 
 static bool has_prefix(const char *s, const char *prefix)
 {
@@ -73,10 +62,10 @@ static enum param_class classify(const char *key)
 	if (strcmp(key, "quiet") == 0 || strcmp(key, "loglevel") == 0 ||
 	    strcmp(key, "debug") == 0 || strcmp(key, "panic") == 0)
 		return PARAM_RUNTIME;
-	for (size_t i = 0; i < sizeof(user) / sizeof(user[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(user); i++)
 		if (strcmp(key, user[i]) == 0)
 			return PARAM_USER;
-	for (size_t i = 0; i < sizeof(user_prefix) / sizeof(user_prefix[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(user_prefix); i++)
 		if (has_prefix(key, user_prefix[i]))
 			return PARAM_USER;
 	return PARAM_KERNEL;
@@ -141,7 +130,7 @@ static int root_link(const char *spec, bool lower, char **ret)
 		*ret = strdup(spec);
 		return *ret ? 0 : -ENOMEM;
 	}
-	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(tags); i++) {
 		if (!has_prefix(spec, tags[i].prefix))
 			continue;
 		enc = nmbl_udev_encode(spec + strlen(tags[i].prefix));
@@ -160,8 +149,8 @@ static int root_link(const char *spec, bool lower, char **ret)
  * NAME in RET_NAME.  -ENXIO when no device has that name (yet), -EINVAL
  * for a form that is no local block device.
  */
-static int resolve_root(const struct nmbl_ctx *ctx, const char *spec,
-			char **ret_path, char ret_name[NMBL_NAME_MAX])
+int nmbl_root_device(const struct nmbl_ctx *ctx, const char *spec,
+		     char **ret_path, char ret_name[NMBL_NAME_MAX])
 {
 	for (int lower = 0; lower < 2; lower++) {
 		_cleanup_free_ char *link = NULL, *full = NULL, *real = NULL;
@@ -266,7 +255,7 @@ static bool sys_block_has(const struct nmbl_ctx *ctx, const char *name, const ch
 	       stat(p, &st) == 0;
 }
 
-static int probe_fstype(const struct nmbl_ctx *ctx, const char *dev, char **ret)
+int nmbl_root_fstype(const struct nmbl_ctx *ctx, const char *dev, char **ret)
 {
 	const char *type;
 	uint64_t n_devices;
@@ -301,7 +290,7 @@ static int hibernated(const struct nmbl_ctx *ctx, const char *resume,
 	struct nmbl_probe p;
 	int r;
 
-	r = resolve_root(ctx, resume, &path, name);
+	r = nmbl_root_device(ctx, resume, &path, name);
 	if (r < 0)
 		return r;
 	if (o) {
@@ -402,7 +391,7 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 	int r;
 
 	*ret_reason = NULL;
-	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(needs); i++)
 		if (enabled(entry, needs[i][0]))
 			return asprintf(ret_reason, "its root needs %s, which its own initrd sets up (%s=)",
 					needs[i][1], needs[i][0]) < 0 ? -ENOMEM : 0;
@@ -414,7 +403,7 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 	spec = nmbl_param_value(root);
 	if (!spec)
 		return -ENOMEM;
-	r = resolve_root(ctx, spec, &path, name);
+	r = nmbl_root_device(ctx, spec, &path, name);
 	if (r == -EINVAL)
 		return asprintf(ret_reason, "root=%s is no local block device nmbl mounts itself",
 				spec) < 0 ? -ENOMEM : 0;
@@ -447,7 +436,7 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 }
 
 /* The running kernel's command line and CMDLINE, split. */
-static int both_cmdlines(const struct nmbl_ctx *ctx, const char *cmdline,
+int nmbl_direct_cmdlines(const struct nmbl_ctx *ctx, const char *cmdline,
 			 struct nmbl_cmdline **ret_running, struct nmbl_cmdline **ret_entry)
 {
 	_cleanup_free_ char *text = NULL;
@@ -470,11 +459,6 @@ static int both_cmdlines(const struct nmbl_ctx *ctx, const char *cmdline,
 	return 0;
 }
 
-static void image_unrefp(struct nmbl_image **img)
-{
-	nmbl_image_unref(*img);
-}
-
 static int kexec_because(char **ret_reason, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int kexec_because(char **ret_reason, const char *fmt, ...)
@@ -492,7 +476,7 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 				 const char *cmdline, enum nmbl_boot_method *ret_method,
 				 char **ret_reason)
 {
-	__attribute__((cleanup(image_unrefp))) struct nmbl_image *img = NULL;
+	_cleanup_(nmbl_image_unrefp) struct nmbl_image *img = NULL;
 	_cleanup_cmdline_ struct nmbl_cmdline *running = NULL, *entry = NULL;
 	_cleanup_close_ int fd = -1;
 	const struct nmbl_param *knob;
@@ -501,7 +485,7 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 
 	if (!ctx || !kernel || !cmdline || !ret_method || !ret_reason)
 		return -EINVAL;
-	r = both_cmdlines(ctx, cmdline, &running, &entry);
+	r = nmbl_direct_cmdlines(ctx, cmdline, &running, &entry);
 	if (r < 0)
 		return r;
 
@@ -594,10 +578,10 @@ static int split_flags(const char *options, unsigned long *flags, char **ret_dat
 	for (opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
 		size_t i;
 
-		for (i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+		for (i = 0; i < ELEMENTSOF(generic); i++)
 			if (strcmp(opt, generic[i].name) == 0)
 				break;
-		if (i < sizeof(generic) / sizeof(generic[0])) {
+		if (i < ELEMENTSOF(generic)) {
 			*flags = (*flags | generic[i].set) & ~generic[i].clear;
 			continue;
 		}
@@ -617,30 +601,9 @@ static int value_of(const struct nmbl_cmdline *c, const char *key, char **ret)
 	return p && !*ret ? -ENOMEM : 0;
 }
 
-/* INIT, followed inside ROOT as the target will follow it, is a program. */
-static int check_init(const char *root, const char *init)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT,
-	};
-	_cleanup_close_ int dfd = -1, fd = -1;
-	struct stat st;
-
-	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	fd = (int)syscall(SYS_openat2, dfd, init, &how, sizeof(how));
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? -ENOMEDIUM : -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	return S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 0 : -ENOMEDIUM;
-}
-
 /* The console log level the entry's quiet, debug or loglevel= asks for,
  * as the kernel would have set it at its start; 0 for the default. */
-static int console_loglevel(const struct nmbl_cmdline *c)
+int nmbl_cmdline_loglevel(const struct nmbl_cmdline *c)
 {
 	int level = 0;
 
@@ -657,52 +620,10 @@ static int console_loglevel(const struct nmbl_cmdline *c)
 	return level;
 }
 
-/* TEXT written to the sysctl file PATH ("/proc/sys/kernel/printk"). */
-static int write_sysctl(const struct nmbl_ctx *ctx, const char *path, const char *text)
-{
-	_cleanup_free_ char *full = nmbl_path(ctx, path);
-	_cleanup_close_ int fd = -1;
-
-	if (!full)
-		return -ENOMEM;
-	fd = open(full, O_WRONLY | O_CLOEXEC | O_TRUNC);
-	if (fd < 0)
-		return -errno;
-	return nmbl_write_full(fd, text, strlen(text));
-}
-
-static int set_loglevel(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
-			const struct nmbl_cmdline *entry)
-{
-	int want = console_loglevel(entry), have = console_loglevel(running);
-	char text[64];
-	int r, levels[4];
-
-	if (want == have)
-		return 0;
-	/* Without a word about it, the level the kernel was built with: the
-	 * last of printk's four. */
-	if (!want) {
-		r = nmbl_read_small(ctx, "/proc/sys/kernel/printk", text, sizeof(text));
-		if (r < 0)
-			return r;
-		if (sscanf(text, "%d %d %d %d", &levels[0], &levels[1], &levels[2],
-			   &levels[3]) != 4)
-			return -EBADMSG;
-		want = levels[3];
-	}
-	snprintf(text, sizeof(text), "%d", want);
-	r = write_sysctl(ctx, "/proc/sys/kernel/printk", text);
-	if (r < 0)
-		return r;
-	nmbl_info(ctx, "console log level %s", text);
-	return 0;
-}
-
 /* The seconds after which a panic reboots, as the kernel takes them from
  * C's last panic= (kstrtoint, base 0); without one, the kernel's built-in
  * CONFIG_PANIC_TIMEOUT, which distributions leave at 0: never. */
-static long panic_timeout(const struct nmbl_cmdline *c)
+long nmbl_cmdline_panic_timeout(const struct nmbl_cmdline *c)
 {
 	const struct nmbl_param *p = nmbl_cmdline_find(c, "panic");
 	_cleanup_free_ char *value = p ? nmbl_param_value(p) : NULL;
@@ -710,106 +631,18 @@ static long panic_timeout(const struct nmbl_cmdline *c)
 	return value ? strtol(value, NULL, 0) : 0;
 }
 
-/* nmbl's own panic= (nmbl-init(8)) is for nmbl: the entry gets its own. */
-static int set_panic(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
-		     const struct nmbl_cmdline *entry)
+int nmbl_root_mount_parse(const struct nmbl_cmdline *entry, struct nmbl_root_mount *ret)
 {
-	long want = panic_timeout(entry);
-	char text[32];
-	int r;
-
-	if (want == panic_timeout(running))
-		return 0;
-	snprintf(text, sizeof(text), "%ld", want);
-	r = write_sysctl(ctx, "/proc/sys/kernel/panic", text);
-	if (r < 0)
-		return r;
-	nmbl_info(ctx, "panic timeout %s", text);
-	return 0;
-}
-
-/* Write the entry's command line where it is bound over /proc/cmdline. */
-static int bind_cmdline(const struct nmbl_ctx *ctx, const char *cmdline)
-{
-	_cleanup_free_ char *file = nmbl_path(ctx, NMBL_CMDLINE_FILE);
-	_cleanup_free_ char *proc = nmbl_path(ctx, "/proc/cmdline");
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	if (!file || !proc)
-		return -ENOMEM;
-	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
-	if (fd < 0)
-		return -errno;
-	/* /proc/cmdline ends in a newline. */
-	if (write(fd, cmdline, strlen(cmdline)) < 0 || write(fd, "\n", 1) < 0) {
-		r = -errno;
-		unlink(file);
-		return r;
-	}
-	r = nmbl_sys_mount(file, proc, NULL, MS_BIND, NULL);
-	if (r == 0) {
-		r = nmbl_sys_mount(NULL, proc, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
-		if (r < 0)
-			(void)nmbl_sys_umount(proc);
-	}
-	unlink(file);
-	return r;
-}
-
-/*
- * 1 when block device DEV (a "/dev/NAME" path under the context's root) is
- * mounted anywhere.  A new mount of it would share that mount's superblock
- * and with it its options: nmbl's own read-only, no-journal-replay mount
- * must never become the target's root.  Matched by device number, and by
- * source for btrfs, whose mounts show an anonymous device number.
- */
-static int device_mounted(const struct nmbl_ctx *ctx, const char *dev)
-{
-	_cleanup_free_ char *info = NULL;
-	char *line, *save = NULL, devno[32];
-	const char *name = dev + strlen(ctx->root);
-	struct stat st;
-	size_t len;
-	int r;
-
-	if (stat(dev, &st) < 0)
-		return -errno;
-	if (!S_ISBLK(st.st_mode))
-		return 0;
-	r = nmbl_read_file(ctx, "/proc/self/mountinfo", NMBL_MOUNTINFO_MAX, &info, &len);
-	if (r < 0)
-		return r;
-	snprintf(devno, sizeof(devno), "%u:%u", major(st.st_rdev), minor(st.st_rdev));
-	for (line = strtok_r(info, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char id[32], source[256];
-		const char *sep = strstr(line, " - ");
-
-		if (sscanf(line, "%*s %*s %31s", id) == 1 && strcmp(id, devno) == 0)
-			return 1;
-		if (sep && sscanf(sep, " - %*s %255s", source) == 1 && strcmp(source, name) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
-		      const char *sysroot)
-{
-	_cleanup_free_ char *spec = NULL, *fstype = NULL, *rootflags = NULL;
-	_cleanup_free_ char *data = NULL, *dev = NULL;
+	_cleanup_free_ char *spec = NULL, *fstype = NULL, *rootflags = NULL, *init = NULL;
 	unsigned long flags = MS_RDONLY;
-	char name[NMBL_NAME_MAX];
+	char *data;
 	int r;
 
-	r = value_of(entry, "root", &spec);
-	if (r < 0)
-		return r;
+	if (value_of(entry, "root", &spec) < 0 || value_of(entry, "rootfstype", &fstype) < 0 ||
+	    value_of(entry, "rootflags", &rootflags) < 0 || value_of(entry, "init", &init) < 0)
+		return -ENOMEM;
 	if (!spec)
 		return -EINVAL;
-	if (value_of(entry, "rootfstype", &fstype) < 0 ||
-	    value_of(entry, "rootflags", &rootflags) < 0)
-		return -ENOMEM;
 	/* The kernel's own rule: read-only unless rw comes last. */
 	for (size_t i = 0; i < entry->n; i++) {
 		if (strcmp(entry->params[i].word, "rw") == 0)
@@ -820,92 +653,25 @@ static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
 	r = split_flags(rootflags ? rootflags : "", &flags, &data);
 	if (r < 0)
 		return r;
-	r = resolve_root(ctx, spec, &dev, name);
-	if (r < 0)
-		return r;
-	r = device_mounted(ctx, dev);
-	if (r < 0)
-		return r;
-	if (r > 0) {
-		nmbl_dbg(ctx, "%s is still mounted", dev);
-		return -EBUSY;
-	}
-	if (!fstype || strcmp(fstype, "auto") == 0) {
+	if (fstype && strcmp(fstype, "auto") == 0) {
 		free(fstype);
 		fstype = NULL;
-		r = probe_fstype(ctx, dev, &fstype);
-		if (r < 0)
-			return r;
 	}
-	r = nmbl_load_fs_module(ctx, fstype);
-	if (r < 0)
-		return r;
-	if (mkdir(sysroot, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	r = nmbl_sys_mount(dev, sysroot, fstype, flags, *data ? data : NULL);
-	if (r < 0)
-		return r;
-	nmbl_info(ctx, "mounted root %s (%s) on %s, %s", dev, fstype, sysroot,
-		  flags & MS_RDONLY ? "read-only" : "read-write");
+	*ret = (struct nmbl_root_mount){
+		.spec = TAKE_PTR(spec),
+		.fstype = TAKE_PTR(fstype),
+		.flags = flags,
+		.data = data,
+		.init = TAKE_PTR(init),
+	};
 	return 0;
 }
 
-NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
+void nmbl_root_mount_clear(struct nmbl_root_mount *m)
 {
-	_cleanup_cmdline_ struct nmbl_cmdline *running = NULL, *entry = NULL;
-	_cleanup_free_ char *sysroot = NULL, *init = NULL;
-	int r;
-
-	if (!ctx || !cmdline)
-		return -EINVAL;
-	/* Only the running kernel, accepted by it as it would be for kexec:
-	 * both judged on the same bytes (nmbl_check()). */
-	if (!ctx->kernel_accepted || !ctx->accepted_is_running)
-		return -ENOENT;
-	r = both_cmdlines(ctx, cmdline, &running, &entry);
-	if (r < 0)
-		return r;
-	r = value_of(entry, "init", &init);
-	if (r < 0)
-		return r;
-	sysroot = nmbl_path(ctx, NMBL_SYSROOT);
-	if (!sysroot)
-		return -ENOMEM;
-
-	/* The root is mounted as the entry says, on a superblock of its own:
-	 * none of nmbl's read-only mounts (its /boot may be the root's own
-	 * file system) may be left for it to share.  They are mounted again
-	 * if the menu comes back. */
-	r = nmbl_umount_all(ctx);
-	if (r < 0)
-		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
-	r = mount_root(ctx, entry, sysroot);
-	if (r < 0)
-		return r;
-	r = check_init(sysroot, init ? init : "/sbin/init");
-	if (r == 0)
-		r = bind_cmdline(ctx, cmdline);
-	if (r < 0) {
-		(void)nmbl_sys_umount(sysroot);
-		return r;
-	}
-	r = set_loglevel(ctx, running, entry);
-	if (r < 0)
-		nmbl_notice(ctx, "cannot set the console log level: %s", strerror(-r));
-	r = set_panic(ctx, running, entry);
-	if (r < 0)
-		nmbl_notice(ctx, "cannot set the panic timeout: %s", strerror(-r));
-
-	/* Nothing of nmbl goes along: no loaded kernel, none of its mounts,
-	 * no watchdog running (the menu may have been skipped). */
-	(void)nmbl_unload(ctx);
-	r = nmbl_umount_all(ctx);
-	if (r < 0)
-		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
-	r = nmbl_watchdog_disarm();
-	if (r < 0)
-		nmbl_notice(ctx, "the watchdog keeps running: %s", strerror(-r));
-	if (nmbl_systemd_is_pid1(ctx))
-		return nmbl_ask_systemd("switch-root", NMBL_SYSROOT);
-	return 0;
+	free(m->spec);
+	free(m->fstype);
+	free(m->data);
+	free(m->init);
+	*m = (struct nmbl_root_mount){ 0 };
 }

@@ -55,8 +55,7 @@ int nmbl_efivar_write(const struct nmbl_ctx *ctx, const char *guid, const char *
 
 	if (!path || !data)
 		return -ENOMEM;
-	for (int i = 0; i < 4; i++)
-		data[i] = (unsigned char)(attrs >> (8 * i));
+	nmbl_put_le32(data, attrs);
 	memcpy(data + 4, value, len);
 	return nmbl_sys_efivar_write(path, data, 4 + len);
 }

@@ -198,14 +198,14 @@ NMBL_EXPORT size_t nmbl_image_get_cmdline_max(const struct nmbl_image *img)
 	return k ? k->linux_cmdline_size : 0;
 }
 
-NMBL_EXPORT int nmbl_image_get_truncated(const struct nmbl_image *img)
+NMBL_EXPORT bool nmbl_image_get_truncated(const struct nmbl_image *img)
 {
 	const struct nmbl_pe *k = kernel_pe(img);
 
 	return img->pe.truncated || (k && k->truncated);
 }
 
-NMBL_EXPORT int nmbl_image_get_signed(const struct nmbl_image *img)
+NMBL_EXPORT bool nmbl_image_get_signed(const struct nmbl_image *img)
 {
 	return img->pe.cert_size > 0;
 }

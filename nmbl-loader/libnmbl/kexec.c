@@ -224,7 +224,7 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 			  const char *const *initrds, size_t n_initrds,
 			  const char *cmdline)
 {
-	__attribute__((cleanup(boot_files_done))) struct boot_files f = { .kernel_fd = -1 };
+	_cleanup_(boot_files_done) struct boot_files f = { .kernel_fd = -1 };
 	_cleanup_close_ int initrd_fd = -1;
 	unsigned long flags = 0;
 	int r;
@@ -268,7 +268,7 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
  */
 NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char *cmdline)
 {
-	__attribute__((cleanup(boot_files_done))) struct boot_files f = { .kernel_fd = -1 };
+	_cleanup_(boot_files_done) struct boot_files f = { .kernel_fd = -1 };
 	int r;
 
 	if (!ctx || !kernel)
@@ -370,4 +370,19 @@ NMBL_EXPORT int nmbl_reboot(struct nmbl_ctx *ctx)
 	if (!ctx)
 		return -EINVAL;
 	return restart(ctx, false);
+}
+
+NMBL_EXPORT int nmbl_get_kexec_loaded(struct nmbl_ctx *ctx)
+{
+	char buf[8];
+	int r;
+
+	if (!ctx)
+		return -EINVAL;
+	r = nmbl_read_small(ctx, "/sys/kernel/kexec_loaded", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	if (strcmp(buf, "0") != 0 && strcmp(buf, "1") != 0)
+		return -EBADMSG;
+	return buf[0] == '1';
 }

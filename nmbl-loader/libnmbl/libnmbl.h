@@ -12,6 +12,7 @@
 #define LIBNMBL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -207,10 +208,10 @@ const char *nmbl_image_get_version(const struct nmbl_image *img);
 int nmbl_image_is_running_kernel(struct nmbl_ctx *ctx, const struct nmbl_image *img);
 /* The longest command line the kernel takes, without the NUL; 0 unknown. */
 size_t nmbl_image_get_cmdline_max(const struct nmbl_image *img);
-/* 1 when a section or the signature lies past the end of the file. */
-int nmbl_image_get_truncated(const struct nmbl_image *img);
-/* 1 when the image carries Authenticode signatures. */
-int nmbl_image_get_signed(const struct nmbl_image *img);
+/* Whether a section or the signature lies past the end of the file. */
+bool nmbl_image_get_truncated(const struct nmbl_image *img);
+/* Whether the image carries Authenticode signatures. */
+bool nmbl_image_get_signed(const struct nmbl_image *img);
 /*
  * Who signed the kernel kexec checks (the image itself, or a UKI's
  * .linux): the name of each signer of each Authenticode signature, in

@@ -56,23 +56,6 @@ struct nmbl_load_option {
 	size_t optional_len;
 };
 
-static void put16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
 
 void nmbl_format_guid(const unsigned char *g, bool upper, char out[37])
 {
@@ -302,15 +285,10 @@ NMBL_EXPORT struct nmbl_load_option *nmbl_load_option_free(struct nmbl_load_opti
 	return NULL;
 }
 
-static void load_option_freep(struct nmbl_load_option **opt)
-{
-	nmbl_load_option_free(*opt);
-}
-
 NMBL_EXPORT int nmbl_load_option_parse(const void *buf, size_t len,
 				       struct nmbl_load_option **ret)
 {
-	__attribute__((cleanup(load_option_freep))) struct nmbl_load_option *opt = NULL;
+	_cleanup_(nmbl_load_option_freep) struct nmbl_load_option *opt = NULL;
 	const unsigned char *p = buf;
 	size_t desc_end, path_len, text_len;
 	struct decode d;
@@ -438,24 +416,24 @@ int nmbl_load_option_build_data(const char *description, const char *partuuid,
 	out = calloc(1, total);
 	if (!out)
 		return -ENOMEM;
-	put32(out, 1); /* LOAD_OPTION_ACTIVE */
-	put16(out + 4, (uint16_t)path_len);
+	nmbl_put_le32(out, 1); /* LOAD_OPTION_ACTIVE */
+	nmbl_put_le16(out + 4, (uint16_t)path_len);
 	memcpy(out + 6, desc16, desc_len);
 	p = out + 6 + desc_len;
 	p[0] = DP_MEDIA, p[1] = DP_MEDIA_HD;
-	put16(p + 2, HD_SIZE);
-	put32(p + 4, partition);
-	put64(p + 8, start);
-	put64(p + 16, size);
+	nmbl_put_le16(p + 2, HD_SIZE);
+	nmbl_put_le32(p + 4, partition);
+	nmbl_put_le64(p + 8, start);
+	nmbl_put_le64(p + 16, size);
 	memcpy(p + 24, guid, 16);
 	p[40] = HD_FORMAT_GPT, p[41] = HD_SIGNATURE_GUID;
 	p += HD_SIZE;
 	p[0] = DP_MEDIA, p[1] = DP_MEDIA_FILE;
-	put16(p + 2, (uint16_t)(file_len + 4));
+	nmbl_put_le16(p + 2, (uint16_t)(file_len + 4));
 	memcpy(p + 4, file16, file_len);
 	p += file_len + 4;
 	p[0] = DP_END, p[1] = DP_END_ENTIRE;
-	put16(p + 2, 4);
+	nmbl_put_le16(p + 2, 4);
 	if (data_len)
 		memcpy(p + 4, data, data_len);
 	*ret = out;

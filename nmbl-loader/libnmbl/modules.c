@@ -208,7 +208,7 @@ NMBL_EXPORT int nmbl_coldplug(struct nmbl_ctx *ctx)
 	r = open_kmod(ctx, &k);
 	if (r < 0)
 		return r;
-	for (size_t b = 0; b < sizeof(coldplug_buses) / sizeof(coldplug_buses[0]); b++) {
+	for (size_t b = 0; b < ELEMENTSOF(coldplug_buses); b++) {
 		_cleanup_free_ char *dir = NULL;
 		struct dirent *de;
 		DIR *d;

@@ -120,7 +120,7 @@ static const struct {
 
 static const char *fstype_of(const char *type)
 {
-	for (size_t i = 0; i < sizeof(fs_types) / sizeof(fs_types[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(fs_types); i++)
 		if (strcmp(type, fs_types[i].blkid) == 0)
 			return fs_types[i].fstype;
 	return NULL;
@@ -130,7 +130,7 @@ static const char *fstype_of(const char *type)
  * initramfs sets up none of them. */
 static const char *stacked_of(const char *type, const char *usage)
 {
-	for (size_t i = 0; i < sizeof(stacked_types) / sizeof(stacked_types[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(stacked_types); i++)
 		if (strcmp(type, stacked_types[i].blkid) == 0)
 			return stacked_types[i].what;
 	if (usage && strcmp(usage, "raid") == 0)

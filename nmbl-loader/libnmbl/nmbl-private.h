@@ -101,6 +101,24 @@ static inline uint64_t nmbl_le64(const unsigned char *p)
 	return nmbl_le32(p) | (uint64_t)nmbl_le32(p + 4) << 32;
 }
 
+static inline void nmbl_put_le16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void nmbl_put_le32(unsigned char *p, uint32_t v)
+{
+	nmbl_put_le16(p, (uint16_t)v);
+	nmbl_put_le16(p + 2, (uint16_t)(v >> 16));
+}
+
+static inline void nmbl_put_le64(unsigned char *p, uint64_t v)
+{
+	nmbl_put_le32(p, (uint32_t)v);
+	nmbl_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
 /* nmbl_load_option_build() with optional data after the device path (what
  * the program gets as its load options: shim's second stage, say). */
 #define NMBL_LOAD_OPTION_DATA_MAX 4096
@@ -184,6 +202,7 @@ int nmbl_load_fs_module(struct nmbl_ctx *ctx, const char *fstype);
 /* How long systemd as PID 1 may take to act on a job it accepted. */
 #define NMBL_SYSTEMD_TIMEOUT_SEC 90
 bool nmbl_systemd_is_pid1(const struct nmbl_ctx *ctx);
+
 /* "systemctl VERB [ARG]", then wait for systemd to act: returns only on
  * failure (-ETIMEDOUT when systemd accepted but did not act). */
 int nmbl_ask_systemd(const char *verb, const char *arg);
@@ -203,11 +222,42 @@ struct nmbl_cmdline {
 };
 int nmbl_cmdline_parse(const char *buf, size_t len, struct nmbl_cmdline **ret);
 struct nmbl_cmdline *nmbl_cmdline_free(struct nmbl_cmdline *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct nmbl_cmdline *, nmbl_cmdline_free)
 /* The last parameter named KEY, or NULL. */
 const struct nmbl_param *nmbl_cmdline_find(const struct nmbl_cmdline *c,
 					   const char *key);
 /* Its value, quotes removed, malloc'ed ("" for a bare key); NULL: no memory. */
 char *nmbl_param_value(const struct nmbl_param *p);
+
+/* Direct boot: direct.c decides, switch-root.c does.  The running
+ * kernel's command line and CMDLINE, split. */
+int nmbl_direct_cmdlines(const struct nmbl_ctx *ctx, const char *cmdline,
+			 struct nmbl_cmdline **ret_running, struct nmbl_cmdline **ret_entry);
+/* The block device root= SPEC names, as "<ctx root>/dev/NAME" in
+ * *RET_PATH and NAME in RET_NAME; -ENXIO when none has that name (yet),
+ * -EINVAL for a form that is no local block device. */
+int nmbl_root_device(const struct nmbl_ctx *ctx, const char *spec,
+		     char **ret_path, char ret_name[NMBL_NAME_MAX]);
+/* The file system on the root device DEV, malloc'ed: -ENODEV unknown,
+ * -EXDEV a btrfs of several devices. */
+int nmbl_root_fstype(const struct nmbl_ctx *ctx, const char *dev, char **ret);
+/* What an entry's command line asks to mount as its root, and how: root=,
+ * rootfstype= (NULL for auto), ro/rw and rootflags= split into mount(2)'s
+ * flags and data, init= (NULL for the default).  -EINVAL without root=. */
+struct nmbl_root_mount {
+	char *spec;
+	char *fstype;
+	unsigned long flags;
+	char *data;
+	char *init;
+};
+int nmbl_root_mount_parse(const struct nmbl_cmdline *entry, struct nmbl_root_mount *ret);
+void nmbl_root_mount_clear(struct nmbl_root_mount *m);
+/* The console log level C's quiet, debug or loglevel= asks for, as the
+ * kernel sets it at its start; 0 for the default. */
+int nmbl_cmdline_loglevel(const struct nmbl_cmdline *c);
+/* The panic timeout C's last panic= sets; 0 (never) without one. */
+long nmbl_cmdline_panic_timeout(const struct nmbl_cmdline *c);
 
 /* PE/COFF, as far as a UKI and a Linux kernel image need it (pe.c). */
 #define NMBL_PE_MAX_SECTIONS 96
@@ -348,12 +398,10 @@ int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
 int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
 		    size_t size);
 
-static inline void nmbl_blkid_free_probep(blkid_probe *pr)
-{
-	if (*pr)
-		blkid_free_probe(*pr);
-}
-#define _cleanup_blkid_probe_ __attribute__((cleanup(nmbl_blkid_free_probep)))
+DEFINE_TRIVIAL_CLEANUP_FUNC(blkid_probe, blkid_free_probe)
+#define _cleanup_blkid_probe_ _cleanup_(blkid_free_probep)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct nmbl_image *, nmbl_image_unref)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct nmbl_load_option *, nmbl_load_option_free)
 
 /* Where nmbl mounts the partitions GRUB reads files from. */
 #define NMBL_MOUNT_DIR "/run/nmbl/mnt"

@@ -50,11 +50,8 @@ char *nmbl_x509_name(const X509_NAME *name)
 	return strdup(buf);
 }
 
-static void pkcs7_freep(PKCS7 **p7)
-{
-	PKCS7_free(*p7);
-}
-#define _cleanup_pkcs7_ __attribute__((cleanup(pkcs7_freep)))
+DEFINE_TRIVIAL_CLEANUP_FUNC(PKCS7 *, PKCS7_free)
+#define _cleanup_pkcs7_ _cleanup_(PKCS7_freep)
 
 /* The certificates a signature carries, and its signers; NULL when it
  * has none or is no SignedData. */
@@ -318,7 +315,7 @@ static void list_trusted_keys(const struct nmbl_ctx *ctx, FILE *out)
 		return;
 	}
 	fputs("The running kernel trusts for kexec:\n", out);
-	for (size_t i = 0; i < sizeof(kexec_keyrings) / sizeof(kexec_keyrings[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(kexec_keyrings); i++) {
 		int32_t id;
 
 		if (find_keyring(keys, kexec_keyrings[i], &id) < 0)
@@ -451,7 +448,7 @@ static int read_trusted_keys(const struct nmbl_ctx *ctx, struct trusted_keys *re
 	r = nmbl_read_file(ctx, "/proc/keys", NMBL_PROC_KEYS_MAX, &proc_keys, &len);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < sizeof(kexec_keyrings) / sizeof(kexec_keyrings[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(kexec_keyrings); i++) {
 		int32_t id;
 
 		if (find_keyring(proc_keys, kexec_keyrings[i], &id) < 0)

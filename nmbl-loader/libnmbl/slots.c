@@ -93,7 +93,7 @@ static int find_esp(const struct nmbl_ctx *ctx, const char *want, struct nmbl_sl
 		    char *majmin, size_t majmin_size)
 {
 	_cleanup_free_ char *info = NULL;
-	size_t len, n_cand = want ? 1 : sizeof(esp_candidates) / sizeof(*esp_candidates);
+	size_t len, n_cand = want ? 1 : ELEMENTSOF(esp_candidates);
 	int r;
 
 	/* systemd mounts the ESP on first use (an automount): a look inside
@@ -443,10 +443,8 @@ static int boot_order_write(struct nmbl_ctx *ctx, const uint16_t *order, size_t 
 {
 	unsigned char raw[2 * BOOT_ORDER_MAX];
 
-	for (size_t i = 0; i < n; i++) {
-		raw[2 * i] = (unsigned char)order[i];
-		raw[2 * i + 1] = (unsigned char)(order[i] >> 8);
-	}
+	for (size_t i = 0; i < n; i++)
+		nmbl_put_le16(raw + 2 * i, order[i]);
 	return nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, "BootOrder", raw, 2 * n);
 }
 
@@ -774,7 +772,7 @@ NMBL_EXPORT const char *nmbl_slot_state_to_string(enum nmbl_slot_state state)
 		[NMBL_SLOT_FAILED] = "failed",
 	};
 
-	return (unsigned)state < sizeof(names) / sizeof(*names) ? names[state] : "unknown";
+	return (unsigned)state < ELEMENTSOF(names) ? names[state] : "unknown";
 }
 
 NMBL_EXPORT int nmbl_slots_get_boot_number(const struct nmbl_slots *s, char slot)
@@ -927,9 +925,9 @@ NMBL_EXPORT int nmbl_slots_install(struct nmbl_slots *s, const char *uki, const 
 		return r;
 	s->exists = true;
 	{
-		unsigned char raw[2] = { (unsigned char)s->boot[x],
-					 (unsigned char)(s->boot[x] >> 8) };
+		unsigned char raw[2];
 
+		nmbl_put_le16(raw, (uint16_t)s->boot[x]);
 		r = nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, "BootNext", raw, sizeof(raw));
 		if (r < 0)
 			return r;

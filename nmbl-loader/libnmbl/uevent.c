@@ -33,7 +33,7 @@ int nmbl_uevent_parse(const char *msg, size_t len, struct nmbl_uevent *ret)
 			{ "MODALIAS=", offsetof(struct nmbl_uevent, modalias) },
 		};
 
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		for (size_t i = 0; i < ELEMENTSOF(keys); i++)
 			if (strncmp(p, keys[i].key, strlen(keys[i].key)) == 0)
 				*(const char **)((char *)&ev + keys[i].offset) =
 					p + strlen(keys[i].key);
@@ -115,7 +115,7 @@ NMBL_EXPORT int nmbl_link_block_device(struct nmbl_ctx *ctx, const char *name)
 	/* Nothing found, or two signatures that disagree: no links, as udev. */
 	if (blkid_do_safeprobe(pr) != 0)
 		return 0;
-	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
 		const char *value;
 		int k;
 

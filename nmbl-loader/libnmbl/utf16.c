@@ -117,15 +117,15 @@ int nmbl_utf8_to_utf16(const char *s, void **ret, size_t *ret_len)
 			uint16_t hi = (uint16_t)(0xd800 | v >> 10);
 			uint16_t lo = (uint16_t)(0xdc00 | (v & 0x3ff));
 
-			out[n++] = (unsigned char)hi;
-			out[n++] = (unsigned char)(hi >> 8);
+			nmbl_put_le16(out + n, hi);
+			n += 2;
 			c = lo;
 		}
-		out[n++] = (unsigned char)c;
-		out[n++] = (unsigned char)(c >> 8);
+		nmbl_put_le16(out + n, (uint16_t)c);
+		n += 2;
 	}
-	out[n++] = 0;
-	out[n++] = 0;
+	nmbl_put_le16(out + n, 0);
+	n += 2;
 	*ret = out;
 	*ret_len = n;
 	return 0;

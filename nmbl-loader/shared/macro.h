@@ -10,6 +10,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+/* FUNCp(), which a _cleanup_ variable of TYPE (a pointer) calls: FUNC on
+ * it unless it is NULL (systemd's DEFINE_TRIVIAL_CLEANUP_FUNC). */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+	static inline void func##p(type *p)     \
+	{                                       \
+		if (*p)                         \
+			func(*p);               \
+	}
+
 static inline void nmbl_freep(void *p)
 {
 	free(*(void **)p);
@@ -19,8 +31,8 @@ static inline void nmbl_closep(int *fd)
 	if (*fd >= 0)
 		close(*fd);
 }
-#define _cleanup_free_ __attribute__((cleanup(nmbl_freep)))
-#define _cleanup_close_ __attribute__((cleanup(nmbl_closep)))
+#define _cleanup_free_ _cleanup_(nmbl_freep)
+#define _cleanup_close_ _cleanup_(nmbl_closep)
 
 static inline void *nmbl_take_ptr(void *pp)
 {

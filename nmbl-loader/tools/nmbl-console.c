@@ -34,6 +34,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "macro.h"
+
 #define MAX_CONSOLES 8
 
 struct console {
@@ -106,7 +108,7 @@ static void ignore_terminal_signals(void)
 {
 	static const int sigs[] = { SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGHUP, SIGPIPE };
 
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
 		(void)signal(sigs[i], SIG_IGN);
 }
 

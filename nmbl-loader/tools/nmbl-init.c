@@ -104,7 +104,7 @@ static void mount_api(void)
 		{ "tmpfs", "/run", "mode=0755", MS_NOSUID | MS_NODEV },
 	};
 
-	for (size_t i = 0; i < sizeof(mounts) / sizeof(mounts[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(mounts); i++) {
 		(void)mkdir(mounts[i].path, 0755);
 		if (mount(mounts[i].type, mounts[i].path, mounts[i].type, mounts[i].flags,
 			  mounts[i].options) < 0 && errno != EBUSY)
@@ -476,7 +476,7 @@ static int write_device_map(void)
 		bool ok = name[0] != '.';
 		struct stat st;
 
-		for (size_t s = 0; ok && s < sizeof(skip) / sizeof(skip[0]); s++)
+		for (size_t s = 0; ok && s < ELEMENTSOF(skip); s++)
 			ok = strncmp(name, skip[s], strlen(skip[s])) != 0;
 		snprintf(dev, sizeof(dev), "/dev/%s", name);
 		if (ok && stat(dev, &st) == 0 && S_ISBLK(st.st_mode))
@@ -573,7 +573,7 @@ static void switch_root(struct nmbl_ctx *ctx)
 			close(fd);
 		}
 	}
-	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(moves); i++) {
 		char to[64];
 
 		snprintf(to, sizeof(to), NMBL_SYSROOT "%s", moves[i]);

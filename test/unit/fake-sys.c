@@ -84,7 +84,7 @@ long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < sizeof(fake.keys) / sizeof(fake.keys[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(fake.keys); i++) {
 		if (!fake.keys[i].description || fake.keys[i].keyring != keyring)
 			continue;
 		if ((n + 1) * sizeof(*buf) <= len)
@@ -96,7 +96,7 @@ long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len)
 
 int nmbl_sys_key_describe(int32_t key, char *buf, size_t len)
 {
-	for (size_t i = 0; i < sizeof(fake.keys) / sizeof(fake.keys[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(fake.keys); i++)
 		if (fake.keys[i].description && fake.keys[i].id == key) {
 			snprintf(buf, len, "%s;0;0;3f010000;%s",
 				 fake.keys[i].type ? fake.keys[i].type : "asymmetric",

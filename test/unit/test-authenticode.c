@@ -563,7 +563,7 @@ static void test_hash_as_tools_compute(void)
 {
 	const char *images[] = { "uki-snakeoil.efi", "hello-snakeoil.efi" };
 
-	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(images); i++) {
 		unsigned char d[NMBL_DIGEST_MAX];
 		char hex[2 * NMBL_DIGEST_MAX + 1] = "", *tool;
 		size_t n = 0, tlen;

@@ -174,7 +174,7 @@ static void test_one_option_per_program(void)
 		/* Each a reboot through the firmware that started it well. */
 		boot(2 * i, i % 2 ? BOOT_ID_A : BOOT_ID_B);
 		CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048,
-					     spellings[i % (sizeof(spellings) / sizeof(*spellings))], "nmbl chainload",
+					     spellings[i % ELEMENTSOF(spellings)], "nmbl chainload",
 					     &n), 0);
 		CHECK_INT(n, 0);
 	}

@@ -144,6 +144,34 @@ static void test_cmdline_is_split_as_the_kernel_splits_it(void)
 	nmbl_cmdline_free(c);
 }
 
+/* What the entry asks to mount, decided from its line alone. */
+static void test_root_mount_is_decided_from_the_line(void)
+{
+	const char *line = "root=UUID=7a46e7a1 rw rootfstype=auto quiet loglevel=7 "
+			   "rootflags=noatime,subvol=@,ro,nodev ro panic=0x10 init=/bin/sh";
+	struct nmbl_cmdline *c = NULL;
+	struct nmbl_root_mount m = { 0 };
+
+	CHECK_INT(nmbl_cmdline_parse(line, strlen(line), &c), 0);
+	CHECK_INT(nmbl_root_mount_parse(c, &m), 0);
+	CHECK_STR(m.spec, "UUID=7a46e7a1");
+	CHECK(m.fstype == NULL);
+	CHECK_INT(m.flags, MS_RDONLY | MS_NOATIME | MS_NODEV);
+	CHECK_STR(m.data, "subvol=@");
+	CHECK_STR(m.init, "/bin/sh");
+	CHECK_INT(nmbl_cmdline_loglevel(c), 7);
+	CHECK_INT(nmbl_cmdline_panic_timeout(c), 16);
+	nmbl_root_mount_clear(&m);
+	nmbl_cmdline_free(c);
+
+	CHECK_INT(nmbl_cmdline_parse("ro quiet", 8, &c), 0);
+	CHECK_INT(nmbl_root_mount_parse(c, &m), -EINVAL);
+	CHECK(m.spec == NULL);
+	CHECK_INT(nmbl_cmdline_loglevel(c), 4);
+	CHECK_INT(nmbl_cmdline_panic_timeout(c), 0);
+	nmbl_cmdline_free(c);
+}
+
 /* nmbl load --reuse-cmdline: the running kernel's line, quoted words kept
  * whole, less BOOT_IMAGE=. */
 static void test_running_cmdline_without_boot_image(void)
@@ -541,6 +569,7 @@ int main(void)
 	static void (*const tests[])(void) = {
 		test_cmdline_is_split_as_the_kernel_splits_it,
 		test_running_cmdline_without_boot_image,
+		test_root_mount_is_decided_from_the_line,
 		test_running_kernel_with_userspace_changes_boots_directly,
 		test_kernel_parameters_must_be_the_running_ones,
 		test_another_kernel_or_a_uki_is_kexeced,

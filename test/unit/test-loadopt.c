@@ -82,7 +82,7 @@ static void test_efi_paths(void)
 	size_t len = 0;
 	char *s = NULL;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		CHECK_INT(nmbl_efi_path_normalize(cases[i][0], &s), 0);
 		CHECK_STR(s, cases[i][1]);
 		free(s);

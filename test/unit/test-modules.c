@@ -30,7 +30,7 @@ static void make_tree(void)
 	uname(&u);
 	n = snprintf(cmd, sizeof(cmd), "set -e; d='%s/lib/modules/%s/kernel'; ",
 		     fixture_root(), u.release);
-	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(modules); i++)
 		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
 			      "mkdir -p \"$d/$(dirname %s)\"; cp '%s/%s' \"$d/%s\"; ",
 			      modules[i], KERNEL_MODULES, modules[i], modules[i]);

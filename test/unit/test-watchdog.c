@@ -127,7 +127,7 @@ static void test_disarm_takes_only_a_descriptor_named_right(void)
 {
 	static const char *const bad[] = { "", "x", "7x", "-3", "1", "2", "99999999999" };
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		machine("0\n");
 		CHECK_INT(setenv(NMBL_WATCHDOG_FD, bad[i], 1), 0);
 		CHECK_INT(nmbl_watchdog_disarm(), -EBADF);
