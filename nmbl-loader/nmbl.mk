@@ -1,0 +1,33 @@
+# libnmbl and the programs (included by the top-level Makefile).
+#
+#   $(BUILD)/libnmbl.a, $(BUILD)/libnmbl.so.1  the library, from libnmbl/
+#   $(BUILD)/nmbl, nmbl-init, nmbl-console     the programs, from tools/
+
+LIB_SRCS = authenticode.c bli.c bootnext.c cmdline.c ctx.c direct.c efivar.c firmware.c identity.c image.c kexec.c loadopt.c lockdown.c modules.c mount.c pe.c sign.c slots.c strerror.c switch-root.c sys.c uevent.c utf16.c watchdog.c
+LIBS_NMBL = -lcrypto -lkmod -lblkid
+LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/libnmbl/%.o)
+
+$(BUILD)/nmbl-loader/%.o: nmbl-loader/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(NMBL_CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+
+$(BUILD)/libnmbl.a: $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl/libnmbl.sym
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnmbl.so.1 \
+		-Wl,--version-script=nmbl-loader/libnmbl/libnmbl.sym -o $@ $(LIB_OBJS) $(LIBS_NMBL)
+
+# Linked statically so the initramfs needs no extra library.
+$(BUILD)/nmbl: $(BUILD)/nmbl-loader/tools/nmbl.o $(BUILD)/libnmbl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
+
+# Process 1 of nmbl's initramfs.
+$(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/tools/nmbl-init.o $(BUILD)/libnmbl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
+
+$(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/tools/nmbl-console.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
+-include $(wildcard $(BUILD)/nmbl-loader/*/*.d)

@@ -1,0 +1,194 @@
+# What the tests need (included by the top-level Makefile): the unit tests
+# and fuzzers under ASan and UBSan, the images the VM tests boot, and the
+# real-system test machine.
+
+# --- unit tests: libnmbl with the seam faked, under ASan and UBSan -----------
+
+SANITIZE ?= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+UNIT_TESTS = $(patsubst test/unit/test-%.c,$(BUILD)/unit/test-%,$(wildcard test/unit/test-*.c))
+UNIT_OBJS = $(patsubst %.c,$(BUILD)/unit/obj/%.o,$(filter-out sys.c,$(LIB_SRCS))) \
+	$(BUILD)/unit/obj/fake-sys.o $(BUILD)/unit/obj/fixture.o
+
+$(BUILD)/unit/obj/%.o: nmbl-loader/libnmbl/%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -MMD -MP -c -o $@ $<
+$(BUILD)/unit/obj/%.o: test/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -Itest/unit \
+		-DCORPUS='"$(abspath test/fuzz/corpus/pe)"' \
+		-DKERNEL_MODULES="\"$(abspath $(KERNEL_TREE))/lib/modules/$(KVER_OF)/kernel\"" \
+		-MMD -MP -c -o $@ $<
+# The module tests copy modules of the kernel the build unpacked; the
+# firmware check reads its vmlinuz, which Debian signed.
+$(BUILD)/unit/obj/test-modules.o $(BUILD)/unit/obj/test-authenticode.o: $(BUILD)/kernel/kver
+# It reads shim and GRUB as Microsoft and Debian signed them too, unpacked,
+# not installed (shim-signed's maintainer script runs grub-install).
+SIGNED_TREE = $(BUILD)/signed/tree
+$(BUILD)/signed/stamp: test/fetch-deb
+	test/fetch-deb $(CACHE)/signed $(SIGNED_TREE) shim-signed grub-efi-amd64-signed
+	touch $@
+$(BUILD)/unit/obj/test-authenticode.o: $(BUILD)/signed/stamp
+$(BUILD)/unit/obj/test-authenticode.o: NMBL_CFLAGS += -DSIGNED_TREE='"$(abspath $(SIGNED_TREE))"'
+$(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
+	$(CC) $(SANITIZE) -o $@ $^ $(LIBS_NMBL)
+
+-include $(wildcard $(BUILD)/unit/obj/*.d)
+
+# Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
+FUZZERS = pe authenticode sigdb fwcheck loadopt bls cmdline uevent
+UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
+$(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -MMD -MP -c -o $@ $<
+# blscfg's parser is GRUB code (patch 0006), built on a shim of GRUB's
+# interfaces from the patched tree.
+BLS_FUZZ_FLAGS = -Itest/fuzz/grub-shim -DBLSCFG_C='"$(abspath $(GRUB_SRC))/grub-core/commands/blscfg.c"'
+$(BUILD)/unit/obj/fuzz-bls.o: test/fuzz/fuzz-bls.c $(GRUB_SRC)/.patched $(wildcard test/fuzz/grub-shim/*.h)
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) $(BLS_FUZZ_FLAGS) -MMD -MP -c -o $@ $<
+$(BUILD)/unit/obj/replay-%.o: test/fuzz/replay.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -DCORPUS='"$(abspath test/fuzz/corpus/$*)"' -c -o $@ $<
+$(BUILD)/unit/test-fuzz-%: $(BUILD)/unit/obj/fuzz-%.o $(BUILD)/unit/obj/replay-%.o $(UNIT_OBJS)
+	$(CC) $(SANITIZE) -o $@ $^ $(LIBS_NMBL)
+
+# libFuzzer proper, for a bounded time per fuzzer (FUZZ_SECONDS), with clang.
+FUZZ_SECONDS ?= 60
+fuzz: $(GRUB_SRC)/.patched
+	command -v clang >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang
+	@mkdir -p $(BUILD)/fuzz
+	set -e; for f in $(FUZZERS); do \
+		clang -O1 -g $(NMBL_CFLAGS) -fsanitize=fuzzer,address,undefined \
+			-o $(BUILD)/fuzz/fuzz-$$f test/fuzz/fuzz-$$f.c \
+			$(patsubst %,nmbl-loader/libnmbl/%,$(filter-out sys.c,$(LIB_SRCS))) \
+			test/unit/fake-sys.c test/unit/fixture.c -Itest/unit $(BLS_FUZZ_FLAGS) \
+			$(LIBS_NMBL); \
+		mkdir -p $(BUILD)/fuzz/corpus-$$f; \
+		$(BUILD)/fuzz/fuzz-$$f -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=$(BUILD)/fuzz/$$f- \
+			$(BUILD)/fuzz/corpus-$$f test/fuzz/corpus/$$f; \
+	done
+
+# Another kernel than nmbl's for the tests (Debian's cloud flavour, the same
+# source built again): nmbl must kexec it, never switch root to it.
+OTHER_TREE = $(BUILD)/kernel-other/tree
+$(BUILD)/kernel-other/kver:
+	@mkdir -p $(@D)
+	test/fetch-kernel $(CACHE)/kernel $(OTHER_TREE) linux-image-cloud-amd64 > $@.tmp
+	mv $@.tmp $@
+
+# --- what the VM tests boot into -------------------------------------------
+
+T = $(BUILD)/test
+$(T)/target-init: test/target/init.c
+	@mkdir -p $(@D)
+	$(CC) -static -Os -Wall -Wextra $(WERROR) -o $@ $<
+
+$(T)/target-root/sbin/init: $(T)/target-init test/target/mkroot $(BUILD)/nmbl
+	rm -rf $(T)/target-root
+	test/target/mkroot $(T)/target-root $< $(BUILD)/nmbl
+
+$(T)/target-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(BUILD)/kernel/kver
+	@mkdir -p $(@D)
+	test/target/mkinitrd $(KERNEL_TREE) $(KVER_OF) $@
+
+# The target kernel signed by the test key (trusted through db), and
+# Debian's own signed kernel, which the test firmware does not trust.
+$(T)/vmlinuz-test: $(BUILD)/kernel/kver test/target/resign-kernel $(SIGN_KEY) $(SIGN_CERT)
+	@mkdir -p $(@D)
+	test/target/resign-kernel $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $(SIGN_KEY) $(SIGN_CERT) $@
+
+$(T)/vmlinuz-other: $(BUILD)/kernel-other/kver test/target/resign-kernel $(SIGN_KEY) $(SIGN_CERT)
+	@mkdir -p $(@D)
+	test/target/resign-kernel $(OTHER_TREE)/boot/vmlinuz-$$(cat $<) $(SIGN_KEY) $(SIGN_CERT) $@
+$(T)/other-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(BUILD)/kernel-other/kver
+	@mkdir -p $(@D)
+	test/target/mkinitrd $(OTHER_TREE) $$(cat $(BUILD)/kernel-other/kver) $@
+
+# nmbl told to kexec always, on its own command line.
+$(T)/nmbl-kexec.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
+	@mkdir -p $(@D)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=kexec)
+
+# A new nmbl UKI the firmware must refuse, for the A/B slots' tests: its
+# signature removed.
+$(T)/nmbl-unsigned.efi: $(T)/nmbl-kexec.efi
+	cp $< $@.tmp
+	sbattach --remove $@.tmp
+	mv $@.tmp $@
+
+# Kernels that must be refused, each for its own reason.
+$(T)/vmlinuz-unsigned: $(BUILD)/kernel/kver test/target/unsign-kernel
+	@mkdir -p $(@D)
+	test/target/unsign-kernel $(KERNEL_TREE)/boot/vmlinuz-$(KVER_OF) $@
+$(T)/vmlinuz-truncated: $(T)/vmlinuz-test
+	head -c $$(( $$(stat -c %s $<) / 2 )) $< > $@
+
+# More initrds for an entry to list after the target's own.
+$(T)/marker.img: test/target/mkmarker-initrd
+	@mkdir -p $(@D)
+	test/target/mkmarker-initrd second-initrd $@
+$(T)/marker3.img: test/target/mkmarker-initrd
+	@mkdir -p $(@D)
+	test/target/mkmarker-initrd third-initrd $@
+
+# The target as a UKI, its own kernel signed inside: what a BLS type 2 entry
+# or a linux line naming a .efi boots.
+TARGET_UKI_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=ttyS0,115200 nmbl.entry=uki
+TEST_ROOT_UUID = 7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50
+$(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS)
+	$(call MKUKI,$(T)/vmlinuz-test,$(T)/target-initrd.img,$(TARGET_UKI_CMDLINE))
+
+# A UKI signed for the firmware around a kernel that is not: kexec checks
+# the kernel, so under lockdown nmbl must refuse it.
+$(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img $(MKUKI_DEPS)
+	$(call MKUKI,$(T)/vmlinuz-unsigned,$(T)/marker.img,$(TARGET_UKI_CMDLINE))
+
+# An EFI program for chainloader to start, signed for the test firmware.
+EFITOOLS_DIR ?= /usr/lib/efitools/x86_64-linux-gnu
+$(T)/HelloWorld.efi: $(SIGN_KEY) $(SIGN_CERT)
+	@mkdir -p $(@D)
+	sbsign --key $(SIGN_KEY) --cert $(SIGN_CERT) --output $@ $(EFITOOLS_DIR)/HelloWorld.efi
+
+# nmbl with the VM tests' self-check: libnmbl and kexec-tools asked the same.
+SELFTEST_MODULE = test/dracut/90nmbl-selftest
+$(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*)
+	@mkdir -p $(@D)
+	$(NMBL_DRACUT) $@ $(NMBL_MODULE) $(SELFTEST_MODULE) -- \
+		--modules "nmbl nmbl-selftest" --compress $(NMBL_COMPRESS)
+$(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
+
+TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
+	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
+	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi \
+	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi $(T)/nmbl-unsigned.efi \
+	$(T)/floor.efi $(T)/kexec-floor.efi $(T)/grubx64.efi
+
+# The watchdog's tests (test/boot/test_watchdog.py): nmbl whose watchdog
+# fires sooner than its menu's countdown ends, healthy; the self-test image
+# stalling before its menu for longer than its watchdog allows, as a hang
+# would; and nmbl's kernel with an initramfs that has no init, which
+# panics: the panic= of NMBL_CMDLINE must reboot it.
+$(T)/nmbl-watchdog.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT) nmbl.watchdog=20)
+$(T)/nmbl-stall.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.watchdog=10 nmbl.selftest.stall=30)
+$(T)/nmbl-noinit.efi: $(T)/marker.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
+TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi
+
+# The real-system test machine (test/system): Debian 12 from Debian's
+# archive with nmbl installed as its package installs it, GRUB installed and
+# grub.cfg written inside it.  The base system is built once per cache.
+SYSTEM = $(BUILD)/system
+SYSTEM_DEPS = $(BUILD)/nmbl $(BUILD)/libnmbl.so.1 $(BUILD)/grub-emu $(BUILD)/nmbl-init \
+	$(BUILD)/nmbl-console $(BUILD)/nmbl.efi $(BUILD)/kernel-other/kver $(T)/vmlinuz-test \
+	$(SIGN_KEY) $(SIGN_CERT) test/vm/mkdisk.py test/vm/vm.py nmbl-loader/tools/systemd/nmbl-bless.service \
+	$(filter-out %.py %.md,$(wildcard test/system/*))
+$(SYSTEM)/machine.json: $(SYSTEM_DEPS)
+	rm -rf $(SYSTEM)/nmbl-tree
+	$(MAKE) install install-uki DESTDIR=$(abspath $(SYSTEM)/nmbl-tree)
+	test/system/mkimage --build $(BUILD) --nmbl-tree $(SYSTEM)/nmbl-tree --out $(SYSTEM)
+	rm -rf $(SYSTEM)/nmbl-tree
+SYSTEM_FIXTURES = $(SYSTEM)/machine.json
