@@ -26,7 +26,7 @@ NMBL_CFLAGS = -DNMBL_VERSION='"$(VERSION)"' -std=gnu11 -Wall -Wextra $(WERROR) -
 OVMF_DIR ?= /usr/share/OVMF
 
 # Packages (Debian 12 names) that building and testing need.
-DEPS = build-essential gawk bison flex gettext autoconf automake autopoint \
+DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automake autopoint \
 	pkg-config python3 patch xz-utils libssl-dev libkmod-dev libblkid-dev zstd lz4 cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \

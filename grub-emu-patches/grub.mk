@@ -2,8 +2,8 @@
 # tarball fetched and checked, these patches applied, grub-emu built with
 # libnmbl linked in.
 
-GRUB_VERSION = 2.12
-GRUB_SHA256 = f3c97391f7c4eaa677a78e090c7e97e6dc47b16f655f04683ebd37bef7fe0faa
+GRUB_VERSION = 2.14
+GRUB_SHA256 = bc8d3c73535b8838d8c8e2654d73edc4e6ae8c8acdb45d5df5dc9a1547446d43
 # Point this at your own copy of the release tarball to skip the download.
 GRUB_TARBALL ?= $(CACHE)/grub2_$(GRUB_VERSION).orig.tar.xz
 GRUB_PATCHES = $(sort $(wildcard grub-emu-patches/*.patch))
@@ -13,13 +13,11 @@ GRUB_OBJ = $(BUILD)/grub/obj
 $(GRUB_TARBALL):
 	grub-emu-patches/fetch-grub $(CACHE) $(GRUB_VERSION) $(GRUB_SHA256)
 
-# The release tarball lacks grub-core/extra_deps.lst (a 2.12 defect).
 $(GRUB_SRC)/.patched: $(GRUB_TARBALL) $(GRUB_PATCHES)
 	echo "$(GRUB_SHA256)  $(GRUB_TARBALL)" | sha256sum -c --quiet
 	rm -rf $(BUILD)/grub
 	mkdir -p $(BUILD)/grub
 	tar -C $(BUILD)/grub -xJf $(GRUB_TARBALL)
-	echo 'depends bli part_gpt' > $(GRUB_SRC)/grub-core/extra_deps.lst
 	set -e; for p in $(abspath $(GRUB_PATCHES)); do \
 		patch -d $(GRUB_SRC) -p1 --quiet --no-backup-if-mismatch < $$p; \
 	done
@@ -27,13 +25,18 @@ $(GRUB_SRC)/.patched: $(GRUB_TARBALL) $(GRUB_PATCHES)
 	cd $(GRUB_SRC) && PYTHON=python3 ./autogen.sh >/dev/null
 	touch $@
 
-$(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched
+# GRUB 2.14 names the source file of an error with __FILE__: the build
+# tree's path stays out of grub-emu.
+GRUB_PREFIX_MAP = -fmacro-prefix-map=$(abspath $(GRUB_SRC))/=
+
+$(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched grub-emu-patches/grub.mk
 	mkdir -p $(GRUB_OBJ)
 	cd $(GRUB_OBJ) && $(abspath $(GRUB_SRC))/configure -q \
 		--with-platform=emu --target=x86_64 --disable-nls \
 		--disable-grub-emu-sdl --disable-grub-emu-pci \
 		--disable-grub-mkfont --disable-grub-themes AWK=gawk \
-		TARGET_CPPFLAGS="-I$(abspath nmbl-loader/libnmbl)"
+		TARGET_CPPFLAGS="-I$(abspath nmbl-loader/libnmbl) $(GRUB_PREFIX_MAP)" \
+		CPPFLAGS="$(GRUB_PREFIX_MAP)"
 
 # Only grub-emu is needed, not GRUB's utilities: build just its inputs.
 # libnmbl is linked in through LIBS, which GRUB's makefiles do not track;
@@ -46,6 +49,10 @@ $(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched
 # --build-id given wins).
 $(BUILD)/grub-emu: $(GRUB_OBJ)/config.status $(BUILD)/libnmbl.a
 	$(MAKE) -C $(GRUB_OBJ)/grub-core/lib/gnulib
+	# With a unifont on the build machine, configure has GRUB's font module
+	# embed an ASCII font made from it: make that first.
+	if grep -q '^#define HAVE_FONT_SOURCE 1' $(GRUB_OBJ)/config.h; then \
+		$(MAKE) -C $(GRUB_OBJ) ascii.h widthspec.h; fi
 	# Generated headers first: only GRUB's "all" would make them in order.
 	printf 'nmbl-built-sources: $$(BUILT_SOURCES)\n' | \
 		$(MAKE) -C $(GRUB_OBJ)/grub-core -f Makefile -f - nmbl-built-sources
