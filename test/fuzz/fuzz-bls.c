@@ -50,7 +50,8 @@ grub_ssize_t grub_file_read(grub_file_t file, void *buf, grub_size_t len)
 
 grub_err_t grub_normal_add_menu_entry(int argc, const char **args, char **classes,
 				      const char *id, const char *users, const char *hotkey,
-				      const char *prefix, const char *sourcecode, int submenu)
+				      const char *prefix, const char *sourcecode, int submenu,
+				      grub_blsuki_entry_t *blsuki)
 {
 	size_t sum = strlen(id) + strlen(sourcecode) + (users ? strlen(users) : 0) +
 		     (hotkey ? strlen(hotkey) : 0) + (prefix ? strlen(prefix) : 0);
@@ -59,7 +60,7 @@ grub_err_t grub_normal_add_menu_entry(int argc, const char **args, char **classe
 		sum += strlen(args[i]);
 	for (char **c = classes; c && *c; c++)
 		sum += strlen(*c);
-	return sum == (size_t)-1 || submenu ? GRUB_ERR_BAD_ARGUMENT : GRUB_ERR_NONE;
+	return sum == (size_t)-1 || submenu || blsuki ? GRUB_ERR_BAD_ARGUMENT : GRUB_ERR_NONE;
 }
 
 static int sign(int v)

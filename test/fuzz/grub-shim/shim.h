@@ -148,9 +148,11 @@ static inline void grub_unregister_command(grub_command_t cmd)
 {
 	(void)cmd;
 }
+typedef struct grub_blsuki_entry grub_blsuki_entry_t;
 grub_err_t grub_normal_add_menu_entry(int argc, const char **args, char **classes,
 				      const char *id, const char *users, const char *hotkey,
-				      const char *prefix, const char *sourcecode, int submenu);
+				      const char *prefix, const char *sourcecode, int submenu,
+				      grub_blsuki_entry_t *blsuki);
 
 #define GRUB_MOD_LICENSE(l)
 #define GRUB_MOD_INIT(name) void grub_mod_init_##name(void); void grub_mod_init_##name(void)
