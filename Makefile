@@ -31,7 +31,8 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
-	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
+	parted lzop fonts-unifont
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu
@@ -48,13 +49,14 @@ include nmbl-loader/nmbl.mk
 include grub-emu-patches/grub.mk
 include dracut/uki.mk
 include test/test.mk
+include test/grub-suite/grub-suite.mk
 include test/bench/bench.mk
 include specs/install.mk
 
 # --- the two commands -------------------------------------------------------
 
 check: deps
-	$(MAKE) all $(UNIT_TESTS) $(TEST_FIXTURES) $(SYSTEM_FIXTURES)
+	$(MAKE) all $(UNIT_TESTS) $(TEST_FIXTURES) $(SYSTEM_FIXTURES) grub-suite-inputs
 	test/run --build $(BUILD)
 
 # Boot times in VMs, medians of BENCH_RUNS runs per variant (see test/bench);
