@@ -34,16 +34,14 @@ $(GRUB_OBJ)/config.status: $(GRUB_SRC)/.patched grub-emu-patches/grub.mk
 	cd $(GRUB_OBJ) && $(abspath $(GRUB_SRC))/configure -q \
 		--with-platform=emu --target=x86_64 --disable-nls \
 		--disable-grub-emu-sdl --disable-grub-emu-pci \
-		--disable-grub-mkfont --disable-grub-themes AWK=gawk \
+		--disable-grub-mkfont --disable-grub-themes --enable-grub-emu-nmbl AWK=gawk \
 		TARGET_CPPFLAGS="-I$(abspath nmbl-loader/libnmbl) $(GRUB_PREFIX_MAP)" \
-		CPPFLAGS="$(GRUB_PREFIX_MAP)"
+		CPPFLAGS="-I$(abspath nmbl-loader/libnmbl) $(GRUB_PREFIX_MAP)"
 
 # Only grub-emu is needed, not GRUB's utilities: build just its inputs.
-# libnmbl is linked in through LIBS, which GRUB's makefiles do not track;
-# the emu linux module is a partial link that takes libnmbl in too, so both
-# are removed whenever libnmbl changes.  libnmbl's own libraries go in
-# LIBUTIL, which only the final link uses: a partial link would copy them
-# in statically, next to GRUB's own crypto.  GRUB links with
+# libnmbl, static, and what it links with go in LIBNMBL (patch 0001),
+# which only grub-emu's final link uses; GRUB's makefiles do not track it,
+# so grub-emu is linked again whenever libnmbl changes.  GRUB links with
 # --build-id=none, right for firmware images; grub-emu is a Linux program
 # whose debug information packages find by its build id (the last
 # --build-id given wins).
@@ -56,7 +54,7 @@ $(BUILD)/grub-emu: $(GRUB_OBJ)/config.status $(BUILD)/libnmbl.a
 	# Generated headers first: only GRUB's "all" would make them in order.
 	printf 'nmbl-built-sources: $$(BUILT_SOURCES)\n' | \
 		$(MAKE) -C $(GRUB_OBJ)/grub-core -f Makefile -f - nmbl-built-sources
-	rm -f $(GRUB_OBJ)/grub-core/grub-emu $(GRUB_OBJ)/grub-core/linux.module
+	rm -f $(GRUB_OBJ)/grub-core/grub-emu
 	$(MAKE) -C $(GRUB_OBJ)/grub-core grub-emu \
-		LIBS="$(abspath $(BUILD)/libnmbl.a)" LIBUTIL="$(LIBS_NMBL) -Wl,--build-id"
+		LIBNMBL="$(abspath $(BUILD)/libnmbl.a) $(LIBS_NMBL)" LIBUTIL="-Wl,--build-id"
 	cp $(GRUB_OBJ)/grub-core/grub-emu $@

@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <signal.h>
@@ -45,6 +46,7 @@
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -488,14 +490,34 @@ static int write_device_map(void)
 	return fclose(f) < 0 ? -errno : 0;
 }
 
-static int run_menu(void)
+/* Whether the menu is to lock GRUB down, as GRUB's EFI image does under
+ * Secure Boot.  Fails closed: GRUB stays unlocked only when the machine did
+ * not boot with EFI (Linux has no /sys/firmware/efi) or its firmware says
+ * that Secure Boot is off.  Firmware without Secure Boot says so by having
+ * no SecureBoot variable (libnmbl's -ENOENT), but only where its variables
+ * can be read at all: efivarfs mounted. */
+static bool menu_locked_down(struct nmbl_ctx *ctx)
+{
+	struct statfs fs;
+	int r = nmbl_get_secure_boot(ctx);
+
+	if (r != -ENOENT)
+		return r != 0;
+	if (access("/sys/firmware/efi", F_OK) != 0)
+		return false;
+	return statfs("/sys/firmware/efi/efivars", &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
+}
+
+static int run_menu(struct nmbl_ctx *ctx)
 {
 	char *argv[] = { CONSOLE, MENU, "--kexec", "--device-map=" DEVICE_MAP, "--root=host",
-			 "--directory=" MENU_CONFIG_DIR, NULL };
+			 "--directory=" MENU_CONFIG_DIR, NULL, NULL };
 	int r = write_device_map();
 
 	if (r < 0)
 		say("cannot write %s: %s", DEVICE_MAP, strerror(-r));
+	if (menu_locked_down(ctx))
+		argv[ELEMENTSOF(argv) - 2] = "--lockdown";
 	return run(argv, -1);
 }
 
@@ -639,7 +661,7 @@ int main(int argc, char **argv)
 	for (int fast_fails = 0;;) {
 		long long started = now_ms();
 
-		r = run_menu();
+		r = run_menu(ctx);
 		if (r == NMBL_EXIT_SWITCH_ROOT) {
 			if (follower > 0) {
 				kill(follower, SIGKILL);
