@@ -40,7 +40,7 @@ UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
 $(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(NMBL_CFLAGS) $(SANITIZE) -MMD -MP -c -o $@ $<
-# blscfg's parser is GRUB code (patch 0006), built on a shim of GRUB's
+# blscfg's parser is GRUB code (patch 0005), built on a shim of GRUB's
 # interfaces from the patched tree.
 BLS_FUZZ_FLAGS = -Itest/fuzz/grub-shim -DBLSCFG_C='"$(abspath $(GRUB_SRC))/grub-core/commands/blscfg.c"'
 $(BUILD)/unit/obj/fuzz-bls.o: test/fuzz/fuzz-bls.c $(GRUB_SRC)/.patched $(wildcard test/fuzz/grub-shim/*.h)

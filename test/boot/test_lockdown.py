@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """No more than GRUB would give under Secure Boot: nmbl's GRUB locks down
-as GRUB's EFI image does (grub-emu-patches/0015), and linux, initrd and
-chainloader refuse files on (host), nmbl's own file system (0016).  Typed
+as GRUB's EFI image does (grub-emu's --lockdown, which nmbl-init gives), and
+linux, initrd and chainloader refuse files on (host), nmbl's own file system
+(grub-emu-patches: "emu/nmbl: Refuse to boot a file on (host)").  Typed
 at GRUB's command line, as a user at the machine would; the entry boots
 all the same."""
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * libFuzzer entry for blscfg's parser (GRUB patch 0006), built outside
+ * libFuzzer entry for blscfg's parser (GRUB patch 0005), built outside
  * GRUB on a shim of its interfaces (grub-shim/): the bytes are a Boot
  * Loader Specification entry as read from /loader/entries, and their first
  * two lines are also two entry names for the version comparison, which

@@ -3,7 +3,7 @@
 the menus it would show and what the chosen entry would boot.
 
 grub-emu runs without --kexec and with the GRUB variable nmbl_list set
-(grub-emu-patches/0004): it prints each menu as tab-separated lines, boots
+(grub-emu-patches/0010): it prints each menu as lines of fields, boots
 the entry the menu would boot after its timeout (the files are checked
 through GRUB's own file systems, nothing is mounted) and exits.  Strings in
 those lines are quoted as a shell quotes them: GRUB's terminal turns tabs
