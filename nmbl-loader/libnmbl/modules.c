@@ -187,6 +187,12 @@ NMBL_EXPORT int nmbl_load_module(struct nmbl_ctx *ctx, const char *alias)
 	return load_alias(ctx, k, alias);
 }
 
+/* The character sets FAT is mounted with unless told otherwise: the
+ * kernel's FAT_DEFAULT_CODEPAGE (437) and FAT_DEFAULT_IOCHARSET (ascii, or
+ * utf8 in some builds).  The kernel asks modprobe for them at the mount,
+ * and nmbl's initramfs has no modprobe: without them the mount fails. */
+static const char *const fat_charsets[] = { "nls_cp437", "nls_ascii", "nls_utf8" };
+
 int nmbl_load_fs_module(struct nmbl_ctx *ctx, const char *fstype)
 {
 	_cleanup_free_ char *alias = NULL;
@@ -195,6 +201,10 @@ int nmbl_load_fs_module(struct nmbl_ctx *ctx, const char *fstype)
 	if (asprintf(&alias, "fs-%s", fstype) < 0)
 		return -ENOMEM;
 	r = nmbl_load_module(ctx, alias);
+	/* Built in or absent, the mount says which it needed. */
+	if (strcmp(fstype, "vfat") == 0)
+		for (size_t i = 0; i < ELEMENTSOF(fat_charsets); i++)
+			(void)nmbl_load_module(ctx, fat_charsets[i]);
 	return r == -ENOENT ? 0 : r;
 }
 

@@ -17,6 +17,8 @@ static const char *const modules[] = {
 	"fs/ext4/ext4.ko", "fs/jbd2/jbd2.ko", "fs/mbcache.ko", "lib/crc16.ko",
 	"crypto/crc32c_generic.ko", "drivers/block/virtio_blk.ko",
 	"drivers/virtio/virtio.ko", "drivers/virtio/virtio_ring.ko",
+	"fs/fat/fat.ko", "fs/fat/vfat.ko", "fs/nls/nls_cp437.ko", "fs/nls/nls_ascii.ko",
+	"fs/nls/nls_utf8.ko",
 };
 
 static struct nmbl_ctx *ctx;
@@ -57,6 +59,20 @@ static void test_alias_loads_dependencies_first(void)
 	/* ext4 comes last: after its soft and hard dependencies. */
 	CHECK(pos("insmod ext4.ko;") && strlen(pos("insmod ext4.ko;")) == strlen("insmod ext4.ko;"));
 	CHECK(pos("insmod crc32c_generic.ko;") < pos("insmod ext4.ko;"));
+}
+
+/* An ESP: vfat, and the character sets the kernel mounts it with, which it
+ * would otherwise ask a modprobe the initramfs does not have for. */
+static void test_vfat_loads_its_character_sets(void)
+{
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_load_fs_module(ctx, "vfat"), 0);
+	CHECK(pos("insmod fat.ko;") && pos("insmod vfat.ko;"));
+	CHECK(pos("insmod nls_cp437.ko;") && pos("insmod nls_ascii.ko;") &&
+	      pos("insmod nls_utf8.ko;"));
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_load_fs_module(ctx, "ext4"), 0);
+	CHECK(!pos("nls_"));
 }
 
 static void test_loaded_modules_are_skipped(void)
@@ -205,6 +221,7 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_alias_loads_dependencies_first,
+		test_vfat_loads_its_character_sets,
 		test_loaded_modules_are_skipped,
 		test_unknown_and_blacklisted,
 		test_coldplug_loads_device_drivers,
