@@ -144,6 +144,18 @@ $(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS)
 $(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img $(MKUKI_DEPS)
 	$(call MKUKI,$(T)/vmlinuz-unsigned,$(T)/marker.img,$(TARGET_UKI_CMDLINE))
 
+# Two versions of the target as kernel-install's layout=uki leaves them in
+# /EFI/Linux, for GRUB's uki command (test/boot/test_uki_entries.py): the
+# same signed kernel and initrd, each with its own .osrel and .cmdline.
+$(T)/uki-entry-%.osrel:
+	@mkdir -p $(@D)
+	printf 'NAME="nmbl test target"\nID=nmbl-target\nVERSION_ID=%s\nPRETTY_NAME="nmbl test target %s"\n' \
+		$* $* > $@
+$(T)/uki-entry-%.efi: $(T)/uki-entry-%.osrel $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS)
+	dracut/mkuki $(UKI_STUB) $(T)/vmlinuz-test $(T)/target-initrd.img \
+		"root=UUID=$(TEST_ROOT_UUID) ro console=ttyS0,115200 nmbl.entry=uki-$*" \
+		$< dracut/sbat.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+
 # An EFI program for chainloader to start, signed for the test firmware.
 EFITOOLS_DIR ?= /usr/lib/efitools/x86_64-linux-gnu
 $(T)/HelloWorld.efi: $(SIGN_KEY) $(SIGN_CERT)
@@ -163,7 +175,8 @@ TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/i
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
 	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi \
 	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi $(T)/nmbl-unsigned.efi \
-	$(T)/floor.efi $(T)/kexec-floor.efi $(T)/grubx64.efi
+	$(T)/floor.efi $(T)/kexec-floor.efi $(T)/grubx64.efi $(T)/uki-entry-2.9.efi \
+	$(T)/uki-entry-2.10.efi
 
 # The watchdog's tests (test/boot/test_watchdog.py): nmbl whose watchdog
 # fires sooner than its menu's countdown ends, healthy; the self-test image
