@@ -61,15 +61,21 @@ def menu_answers(vm, token, typed=None):
     Keys sent before may still be on their way, or may have left GRUB's
     username prompt open ("\\ec" is Esc then 'c'): the probe types a name
     no other key can echo, TOKEN, so what it waits for is its own prompt,
-    and ends that prompt itself (Enter, then Esc at the password), leaving
-    the menu with no key pending.  TYPED types text on a keyboard; the
-    serial line by default."""
+    and ends that prompt itself (Enter, then Esc at the password, and Esc
+    at GRUB's "Press any key"), leaving the menu with no key pending.
+    TYPED types text on a keyboard; the serial line by default."""
     typed = typed or vm.send
     typed("c" + token + KEY_ENTER)
     vm.wait_for(re.escape(token), timeout=60, clean=True)
     vm.wait_for(r"Enter password:", timeout=60, clean=True)
     typed(KEY_ESC)
     vm.wait_for(r"access denied", timeout=60, clean=True)
+    # GRUB 2.14 waits for a key after a refused command line (10 s at
+    # most).  Esc: if the wait is over already, Esc does nothing in the
+    # menu, where Enter would boot.
+    vm.wait_for(r"Press any key to continue", timeout=60, clean=True)
+    typed(KEY_ESC)
+    vm.wait_for(r"Use the .* keys to select which entry is highlighted", timeout=60, clean=True)
 
 
 def keyboard(qmp):
