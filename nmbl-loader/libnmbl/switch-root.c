@@ -21,8 +21,6 @@
  * stays behind but the mount. */
 #define NMBL_CMDLINE_FILE "/nmbl-cmdline"
 
-#define _cleanup_cmdline_ _cleanup_(nmbl_cmdline_freep)
-
 /* INIT, followed inside ROOT as the target will follow it, is a program. */
 static int check_init(const char *root, const char *init)
 {

@@ -61,6 +61,8 @@
 #define RUN_DIR "/run/nmbl"
 #define DEVICE_MAP RUN_DIR "/device.map"
 #define SHELL "/bin/sh"
+/* Where efivarfs shows the firmware's variables. */
+#define EFIVARS "/sys/firmware/efi/efivars"
 /* SysRq's log level (2), sync (16), remount read-only (32) and reboot
  * (128): not keyboard control (4: SAK kills the console's processes),
  * dumps (8), signals to processes (64) or renicing (256). */
@@ -265,7 +267,7 @@ static void mount_firmware_fs(struct nmbl_ctx *ctx)
 	 * fwsetup and the Secure Boot state), libnmbl the lockdown state. */
 	if (stat("/sys/firmware/efi", &st) == 0) {
 		(void)nmbl_load_module(ctx, "fs-efivarfs");
-		if (mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs",
+		if (mount("efivarfs", EFIVARS, "efivarfs",
 			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
 			say("cannot mount efivarfs: %m");
 	}
@@ -505,7 +507,7 @@ static bool menu_locked_down(struct nmbl_ctx *ctx)
 		return r != 0;
 	if (access("/sys/firmware/efi", F_OK) != 0)
 		return false;
-	return statfs("/sys/firmware/efi/efivars", &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
+	return statfs(EFIVARS, &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
 }
 
 static int run_menu(struct nmbl_ctx *ctx)

@@ -329,7 +329,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
  */
 static void test_hibernated_system_is_resumed_by_its_own_initrd(void)
 {
-	static const char var[] = "/sys/firmware/efi/efivars/HibernateLocation-" NMBL_SYSTEMD_GUID;
+	static const char var[] = NMBL_EFIVARS "HibernateLocation-" NMBL_SYSTEMD_GUID;
 	static const char location[] = "\x07\0\0\0{\"uuid\":\"0ff\",\"offset\":0}";
 	const char *k = "root=UUID=7a46e7a1 console=tty0 console=ttyS0,115200";
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
