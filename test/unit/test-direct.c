@@ -144,6 +144,28 @@ static void test_cmdline_is_split_as_the_kernel_splits_it(void)
 	nmbl_cmdline_free(c);
 }
 
+/* A line over 64 KiB is refused, whether given or read. */
+static void test_cmdline_limit(void)
+{
+	char *line = malloc(NMBL_CMDLINE_MAX + 2), *v = (char *)1;
+
+	memset(line, 'a', NMBL_CMDLINE_MAX + 1);
+	line[NMBL_CMDLINE_MAX + 1] = '\0';
+	CHECK_INT(nmbl_cmdline_get_value(line, "a", &v), -E2BIG);
+	CHECK_INT(nmbl_cmdline_remove(line, "a", &v), -E2BIG);
+	CHECK(v == (char *)1);
+	fixture_write("/proc/cmdline", line, NMBL_CMDLINE_MAX + 1);
+	CHECK_INT(nmbl_get_kernel_cmdline(ctx, &v), -EFBIG);
+	CHECK(v == (char *)1);
+	fixture_text("/proc/cmdline", RUNNING);
+	line[NMBL_CMDLINE_MAX] = '\0';
+	CHECK_INT(nmbl_cmdline_remove(line, "b", &v), 0);
+	CHECK_INT(strlen(v), NMBL_CMDLINE_MAX);
+	free(v);
+	CHECK_INT(nmbl_cmdline_remove(NULL, "b", &v), -EINVAL);
+	free(line);
+}
+
 /* What the entry asks to mount, decided from its line alone. */
 static void test_root_mount_is_decided_from_the_line(void)
 {
@@ -568,6 +590,7 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_cmdline_is_split_as_the_kernel_splits_it,
+		test_cmdline_limit,
 		test_running_cmdline_without_boot_image,
 		test_root_mount_is_decided_from_the_line,
 		test_running_kernel_with_userspace_changes_boots_directly,
