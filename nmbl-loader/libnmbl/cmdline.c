@@ -113,27 +113,42 @@ char *nmbl_param_value(const struct nmbl_param *p)
 	return v;
 }
 
-NMBL_EXPORT int nmbl_cmdline_get_value(const char *cmdline, const char *key,
-				       char **ret)
+/* The last parameter named KEY on CMDLINE: its value, or (AS_WRITTEN) its
+ * text as written, malloc'ed. */
+static int get_param(const char *cmdline, const char *key, bool as_written, char **ret)
 {
 	_cleanup_cmdline_ struct nmbl_cmdline *c = NULL;
 	const struct nmbl_param *p;
 	char *v;
 	int r;
 
-	if (!cmdline || !key || !ret)
-		return -EINVAL;
 	r = nmbl_cmdline_parse(cmdline, strlen(cmdline), &c);
 	if (r < 0)
 		return r;
 	p = nmbl_cmdline_find(c, key);
 	if (!p)
 		return -ENOENT;
-	v = nmbl_param_value(p);
+	v = as_written ? strdup(p->word) : nmbl_param_value(p);
 	if (!v)
 		return -ENOMEM;
 	*ret = v;
 	return 0;
+}
+
+NMBL_EXPORT int nmbl_cmdline_get_value(const char *cmdline, const char *key,
+				       char **ret)
+{
+	if (!cmdline || !key || !ret)
+		return -EINVAL;
+	return get_param(cmdline, key, false, ret);
+}
+
+NMBL_EXPORT int nmbl_cmdline_get_param(const char *cmdline, const char *key,
+				       char **ret)
+{
+	if (!cmdline || !key || !ret)
+		return -EINVAL;
+	return get_param(cmdline, key, true, ret);
 }
 
 NMBL_EXPORT int nmbl_cmdline_remove(const char *cmdline, const char *key, char **ret)

@@ -171,6 +171,9 @@ int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
  * removed, "" for a bare KEY), malloc'ed; -ENOENT when absent.
  */
 int nmbl_cmdline_get_value(const char *cmdline, const char *key, char **ret);
+/* The same parameter as written ("KEY", "KEY=VALUE", quotes kept), for a
+ * caller that must tell "KEY" from "KEY=" or "KEY=\"1\"" from "KEY=1". */
+int nmbl_cmdline_get_param(const char *cmdline, const char *key, char **ret);
 /* CMDLINE without the parameters named KEY, the others as written and
  * separated by one space, malloc'ed: the running kernel's command line
  * for another kernel, less the BOOT_IMAGE= its boot loader added. */

@@ -286,33 +286,37 @@ static void restrict_sysrq(void)
 		close(fd);
 }
 
-/* The value of KEY on the command line /proc/cmdline shows, malloc'ed;
- * NULL when absent or unreadable. */
-static char *kernel_param(struct nmbl_ctx *ctx, const char *key)
+/* The value of KEY on the command line /proc/cmdline shows, or (AS_WRITTEN)
+ * the parameter as written there, malloc'ed; NULL when absent or
+ * unreadable. */
+static char *kernel_param(struct nmbl_ctx *ctx, const char *key, bool as_written)
 {
 	_cleanup_free_ char *cmdline = NULL;
 	char *value;
+	int r;
 
-	if (nmbl_get_kernel_cmdline(ctx, &cmdline) < 0 ||
-	    nmbl_cmdline_get_value(cmdline, key, &value) < 0)
+	if (nmbl_get_kernel_cmdline(ctx, &cmdline) < 0)
 		return NULL;
-	return value;
+	r = as_written ? nmbl_cmdline_get_param(cmdline, key, &value)
+		       : nmbl_cmdline_get_value(cmdline, key, &value);
+	return r < 0 ? NULL : value;
 }
 
-/* nmbl.shell (or nmbl.shell=1) on nmbl's own command line: a debug
- * build's. */
+/* nmbl.shell or nmbl.shell=1, exactly as written, on nmbl's own command
+ * line: what a debug build's UKI carries.  Anything else ("nmbl.shell=",
+ * a quoted form) opens no shell. */
 static bool shell_allowed(struct nmbl_ctx *ctx)
 {
-	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.shell");
+	_cleanup_free_ char *param = kernel_param(ctx, "nmbl.shell", true);
 
-	return value && (!*value || strcmp(value, "1") == 0);
+	return param && (strcmp(param, "nmbl.shell") == 0 || strcmp(param, "nmbl.shell=1") == 0);
 }
 
 /* nmbl.watchdog=SECONDS on nmbl's command line, 0 for none;
  * *RET_EXPLICIT whether it is there. */
 static unsigned watchdog_seconds(struct nmbl_ctx *ctx, bool *ret_explicit)
 {
-	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.watchdog");
+	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.watchdog", false);
 	unsigned long seconds;
 	char *end;
 
@@ -570,7 +574,7 @@ static void remove_tree(int dfd, dev_t rootdev)
  * it there). */
 static char *target_init(struct nmbl_ctx *ctx)
 {
-	char *value = kernel_param(ctx, "init");
+	char *value = kernel_param(ctx, "init", false);
 
 	return value && *value ? value : (free(value), strdup("/sbin/init"));
 }

@@ -144,6 +144,39 @@ static void test_cmdline_is_split_as_the_kernel_splits_it(void)
 	nmbl_cmdline_free(c);
 }
 
+/* nmbl-init offers a shell for "nmbl.shell" or "nmbl.shell=1" only: the
+ * parameter as written tells those from "nmbl.shell=" and quoted forms,
+ * whose values are the same. */
+static void test_param_as_written(void)
+{
+	static const struct {
+		const char *line, *param;
+	} cases[] = {
+		{ "quiet nmbl.shell", "nmbl.shell" },
+		{ "nmbl.shell=1 quiet", "nmbl.shell=1" },
+		{ "nmbl.shell=", "nmbl.shell=" },
+		{ "nmbl.shell=\"1\"", "nmbl.shell=\"1\"" },
+		{ "\"nmbl.shell\"", "\"nmbl.shell\"" },
+		{ "nmbl.shell=1 nmbl.shell=0", "nmbl.shell=0" },
+	};
+	char *v = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		CHECK_INT(nmbl_cmdline_get_param(cases[i].line, "nmbl.shell", &v), 0);
+		CHECK_STR(v, cases[i].param);
+		free(v);
+		v = NULL;
+	}
+	CHECK_INT(nmbl_cmdline_get_value("nmbl.shell=", "nmbl.shell", &v), 0);
+	CHECK_STR(v, "");
+	free(v);
+	v = (char *)1;
+	CHECK_INT(nmbl_cmdline_get_param("nmbl.shells quiet", "nmbl.shell", &v), -ENOENT);
+	CHECK_INT(nmbl_cmdline_get_param(NULL, "nmbl.shell", &v), -EINVAL);
+	CHECK_INT(nmbl_cmdline_get_param("x", NULL, &v), -EINVAL);
+	CHECK(v == (char *)1);
+}
+
 /* A line over 64 KiB is refused, whether given or read. */
 static void test_cmdline_limit(void)
 {
@@ -152,6 +185,7 @@ static void test_cmdline_limit(void)
 	memset(line, 'a', NMBL_CMDLINE_MAX + 1);
 	line[NMBL_CMDLINE_MAX + 1] = '\0';
 	CHECK_INT(nmbl_cmdline_get_value(line, "a", &v), -E2BIG);
+	CHECK_INT(nmbl_cmdline_get_param(line, "a", &v), -E2BIG);
 	CHECK_INT(nmbl_cmdline_remove(line, "a", &v), -E2BIG);
 	CHECK(v == (char *)1);
 	fixture_write("/proc/cmdline", line, NMBL_CMDLINE_MAX + 1);
@@ -590,6 +624,7 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_cmdline_is_split_as_the_kernel_splits_it,
+		test_param_as_written,
 		test_cmdline_limit,
 		test_running_cmdline_without_boot_image,
 		test_root_mount_is_decided_from_the_line,
