@@ -201,13 +201,20 @@ static void drain_uevents(struct nmbl_ctx *ctx, int fd)
 }
 
 /* The partition systemd-stub says the firmware started nmbl from, as its
- * /dev/disk/by-partuuid link; NULL when the firmware did not say. */
+ * /dev/disk/by-partuuid link; NULL when the firmware did not say (or said
+ * something that is no partition's UUID, which is worth a line). */
 static char *esp_link(struct nmbl_ctx *ctx)
 {
 	_cleanup_free_ char *uuid = NULL;
 	char *link = NULL;
+	int r;
 
-	if (nmbl_get_loader_device_partuuid(ctx, &uuid) < 0)
+	r = nmbl_get_loader_device_partuuid(ctx, &uuid);
+	if (r == -EBADMSG)
+		say("LoaderDevicePartUUID is no partition UUID; ignored");
+	else if (r < 0 && r != -ENOENT)
+		say("cannot read LoaderDevicePartUUID: %s", strerror(-r));
+	if (r < 0)
 		return NULL;
 	if (asprintf(&link, "/dev/disk/by-partuuid/%s", uuid) < 0)
 		return NULL;
