@@ -49,7 +49,6 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
 import sys
 
