@@ -105,8 +105,12 @@ $(T)/other-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $
 	@mkdir -p $(@D)
 	test/target/mkinitrd $(OTHER_TREE) $$(cat $(BUILD)/kernel-other/kver) $@
 
+# nmbl's own UKIs for the tests: their command lines are written here, so
+# this file is among what they are made from, as dracut/uki.mk is for nmbl's.
+TEST_MKUKI_DEPS = $(NMBL_MKUKI_DEPS) test/test.mk
+
 # nmbl told to kexec always, on its own command line.
-$(T)/nmbl-kexec.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
+$(T)/nmbl-kexec.efi: $(BUILD)/nmbl-initrd.img $(TEST_MKUKI_DEPS)
 	@mkdir -p $(@D)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=kexec)
 
@@ -136,12 +140,12 @@ $(T)/marker3.img: test/target/mkmarker-initrd
 # or a linux line naming a .efi boots.
 TARGET_UKI_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=ttyS0,115200 nmbl.entry=uki
 TEST_ROOT_UUID = 7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50
-$(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS)
+$(T)/target-uki.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS) test/test.mk
 	$(call MKUKI,$(T)/vmlinuz-test,$(T)/target-initrd.img,$(TARGET_UKI_CMDLINE))
 
 # A UKI signed for the firmware around a kernel that is not: kexec checks
 # the kernel, so under lockdown nmbl must refuse it.
-$(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img $(MKUKI_DEPS)
+$(T)/target-uki-unsigned.efi: $(T)/vmlinuz-unsigned $(T)/marker.img $(MKUKI_DEPS) test/test.mk
 	$(call MKUKI,$(T)/vmlinuz-unsigned,$(T)/marker.img,$(TARGET_UKI_CMDLINE))
 
 # Two versions of the target as kernel-install's layout=uki leaves them in
@@ -164,11 +168,11 @@ $(T)/HelloWorld.efi: $(SIGN_KEY) $(SIGN_CERT)
 
 # nmbl with the VM tests' self-check: libnmbl and kexec-tools asked the same.
 SELFTEST_MODULE = test/dracut/90nmbl-selftest
-$(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*)
+$(T)/nmbl-selftest-initrd.img: $(NMBL_DRACUT_DEPS) $(wildcard $(SELFTEST_MODULE)/*) test/test.mk
 	@mkdir -p $(@D)
 	$(NMBL_DRACUT) $@ $(NMBL_MODULE) $(SELFTEST_MODULE) -- \
 		--modules "nmbl nmbl-selftest" --compress $(NMBL_COMPRESS)
-$(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
+$(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
@@ -183,11 +187,11 @@ TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/i
 # stalling before its menu for longer than its watchdog allows, as a hang
 # would; and nmbl's kernel with an initramfs that has no init, which
 # panics: the panic= of NMBL_CMDLINE must reboot it.
-$(T)/nmbl-watchdog.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
+$(T)/nmbl-watchdog.efi: $(BUILD)/nmbl-initrd.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT) nmbl.watchdog=20)
-$(T)/nmbl-stall.efi: $(T)/nmbl-selftest-initrd.img $(NMBL_MKUKI_DEPS)
+$(T)/nmbl-stall.efi: $(T)/nmbl-selftest-initrd.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.watchdog=10 nmbl.selftest.stall=30)
-$(T)/nmbl-noinit.efi: $(T)/marker.img $(NMBL_MKUKI_DEPS)
+$(T)/nmbl-noinit.efi: $(T)/marker.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
 TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi
 

@@ -109,8 +109,8 @@ NMBL_EXPORT int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry)
 	return r;
 }
 
-/* NAME's string value, NULL when it is empty or no string (said, then
- * ignored); -ENOENT when it is not set. */
+/* NAME's string value, NULL when it is empty or no string; -ENOENT when
+ * it is not set.  Quiet: what a NULL means is the caller's to say. */
 static int read_loader_string(struct nmbl_ctx *ctx, const char *name, char **ret)
 {
 	_cleanup_free_ char *raw = NULL;
@@ -130,10 +130,19 @@ static int read_loader_string(struct nmbl_ctx *ctx, const char *name, char **ret
 		free(value);
 		value = NULL;
 	}
-	if (!value)
-		nmbl_notice(ctx, "%s is not a string; ignored", name);
 	*ret = value;
 	return 0;
+}
+
+/* An entry request: read_loader_string(), a value that is no string
+ * ignored, and said to be. */
+static int read_loader_request(struct nmbl_ctx *ctx, const char *name, char **ret)
+{
+	int r = read_loader_string(ctx, name, ret);
+
+	if (r == 0 && !*ret)
+		nmbl_notice(ctx, "%s is not a string; ignored", name);
+	return r;
 }
 
 NMBL_EXPORT int nmbl_take_loader_entry_requests(struct nmbl_ctx *ctx,
@@ -145,7 +154,7 @@ NMBL_EXPORT int nmbl_take_loader_entry_requests(struct nmbl_ctx *ctx,
 
 	if (!ctx || !ret_oneshot || !ret_default)
 		return -EINVAL;
-	r = read_loader_string(ctx, "LoaderEntryOneShot", &oneshot);
+	r = read_loader_request(ctx, "LoaderEntryOneShot", &oneshot);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	if (r == 0) {
@@ -155,7 +164,7 @@ NMBL_EXPORT int nmbl_take_loader_entry_requests(struct nmbl_ctx *ctx,
 		if (r < 0)
 			return r;
 	}
-	r = read_loader_string(ctx, "LoaderEntryDefault", &def);
+	r = read_loader_request(ctx, "LoaderEntryDefault", &def);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	*ret_oneshot = TAKE_PTR(oneshot);

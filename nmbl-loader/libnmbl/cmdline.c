@@ -85,8 +85,8 @@ struct nmbl_cmdline *nmbl_cmdline_free(struct nmbl_cmdline *c)
 	return NULL;
 }
 
-/* The value of parameter KEY (its last occurrence, as most readers take
- * it), quotes removed; "" for a bare KEY; NULL when absent. */
+/* Parameter KEY (its last occurrence, as most readers take it); NULL when
+ * absent. */
 const struct nmbl_param *nmbl_cmdline_find(const struct nmbl_cmdline *c,
 					   const char *key)
 {
@@ -113,53 +113,58 @@ char *nmbl_param_value(const struct nmbl_param *p)
 	return v;
 }
 
-/* CMDLINE split, for the public calls that look for KEY and return RET. */
-static int parse_for_key(const char *cmdline, const char *key, char **ret,
-			 struct nmbl_cmdline **ret_c)
+/* The last parameter named KEY on CMDLINE: its value, or (AS_WRITTEN) its
+ * text as written, malloc'ed. */
+static int get_param(const char *cmdline, const char *key, bool as_written, char **ret)
 {
-	if (!cmdline || !key || !ret)
-		return -EINVAL;
-	return nmbl_cmdline_parse(cmdline, strlen(cmdline), ret_c);
-}
-
-NMBL_EXPORT int nmbl_cmdline_get_value(const char *cmdline, const char *key,
-				       char **ret)
-{
-	struct nmbl_cmdline *c;
+	_cleanup_cmdline_ struct nmbl_cmdline *c = NULL;
 	const struct nmbl_param *p;
 	char *v;
 	int r;
 
-	r = parse_for_key(cmdline, key, ret, &c);
+	r = nmbl_cmdline_parse(cmdline, strlen(cmdline), &c);
 	if (r < 0)
 		return r;
 	p = nmbl_cmdline_find(c, key);
-	if (!p) {
-		nmbl_cmdline_free(c);
+	if (!p)
 		return -ENOENT;
-	}
-	v = nmbl_param_value(p);
-	nmbl_cmdline_free(c);
+	v = as_written ? strdup(p->word) : nmbl_param_value(p);
 	if (!v)
 		return -ENOMEM;
 	*ret = v;
 	return 0;
 }
 
+NMBL_EXPORT int nmbl_cmdline_get_value(const char *cmdline, const char *key,
+				       char **ret)
+{
+	if (!cmdline || !key || !ret)
+		return -EINVAL;
+	return get_param(cmdline, key, false, ret);
+}
+
+NMBL_EXPORT int nmbl_cmdline_get_param(const char *cmdline, const char *key,
+				       char **ret)
+{
+	if (!cmdline || !key || !ret)
+		return -EINVAL;
+	return get_param(cmdline, key, true, ret);
+}
+
 NMBL_EXPORT int nmbl_cmdline_remove(const char *cmdline, const char *key, char **ret)
 {
-	struct nmbl_cmdline *c;
+	_cleanup_cmdline_ struct nmbl_cmdline *c = NULL;
 	char *out, *o;
 	int r;
 
-	r = parse_for_key(cmdline, key, ret, &c);
+	if (!cmdline || !key || !ret)
+		return -EINVAL;
+	r = nmbl_cmdline_parse(cmdline, strlen(cmdline), &c);
 	if (r < 0)
 		return r;
 	out = o = malloc(strlen(cmdline) + 1);
-	if (!out) {
-		nmbl_cmdline_free(c);
+	if (!out)
 		return -ENOMEM;
-	}
 	*o = '\0';
 	for (size_t i = 0; i < c->n; i++) {
 		if (strcmp(c->params[i].key, key) == 0)
@@ -168,7 +173,6 @@ NMBL_EXPORT int nmbl_cmdline_remove(const char *cmdline, const char *key, char *
 			*o++ = ' ';
 		o = stpcpy(o, c->params[i].word);
 	}
-	nmbl_cmdline_free(c);
 	*ret = out;
 	return 0;
 }

@@ -26,8 +26,6 @@
 
 #include "nmbl-private.h"
 
-#define _cleanup_cmdline_ _cleanup_(nmbl_cmdline_freep)
-
 static bool has_prefix(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

@@ -162,15 +162,26 @@ int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
  */
 #define NMBL_EXIT_REBOOT 0
 #define NMBL_EXIT_SWITCH_ROOT 100
-/* The value of KEY on the command line CMDLINE as the kernel splits it
- * (the last one, quotes removed), malloc'ed; -ENOENT when absent. */
+/*
+ * nmbl_cmdline_*() split CMDLINE as the kernel does, at most 64 KiB of it
+ * (-E2BIG beyond; the kernel's own limit is far less), and return -EINVAL
+ * for a NULL argument and -ENOMEM when out of memory.
+ *
+ * The value of KEY on the command line CMDLINE (the last one, quotes
+ * removed, "" for a bare KEY), malloc'ed; -ENOENT when absent.
+ */
 int nmbl_cmdline_get_value(const char *cmdline, const char *key, char **ret);
+/* The same parameter as written ("KEY", "KEY=VALUE", quotes kept), for a
+ * caller that must tell "KEY" from "KEY=" or "KEY=\"1\"" from "KEY=1". */
+int nmbl_cmdline_get_param(const char *cmdline, const char *key, char **ret);
 /* CMDLINE without the parameters named KEY, the others as written and
  * separated by one space, malloc'ed: the running kernel's command line
  * for another kernel, less the BOOT_IMAGE= its boot loader added. */
 int nmbl_cmdline_remove(const char *cmdline, const char *key, char **ret);
 /* The running kernel's command line (/proc/cmdline below the context's
- * root), without its trailing newline, malloc'ed. */
+ * root), without its trailing newline, malloc'ed.  -EFBIG when it is over
+ * 64 KiB, -EINVAL for a NULL argument, -ENOMEM, or open(2)'s and read(2)'s
+ * errors (-ENOENT without /proc mounted below the root). */
 int nmbl_get_kernel_cmdline(struct nmbl_ctx *ctx, char **ret_cmdline);
 
 enum nmbl_lockdown {

@@ -223,6 +223,7 @@ struct nmbl_cmdline {
 int nmbl_cmdline_parse(const char *buf, size_t len, struct nmbl_cmdline **ret);
 struct nmbl_cmdline *nmbl_cmdline_free(struct nmbl_cmdline *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct nmbl_cmdline *, nmbl_cmdline_free)
+#define _cleanup_cmdline_ _cleanup_(nmbl_cmdline_freep)
 /* The last parameter named KEY, or NULL. */
 const struct nmbl_param *nmbl_cmdline_find(const struct nmbl_cmdline *c,
 					   const char *key);

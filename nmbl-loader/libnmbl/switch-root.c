@@ -21,8 +21,6 @@
  * stays behind but the mount. */
 #define NMBL_CMDLINE_FILE "/nmbl-cmdline"
 
-#define _cleanup_cmdline_ _cleanup_(nmbl_cmdline_freep)
-
 /* INIT, followed inside ROOT as the target will follow it, is a program. */
 static int check_init(const char *root, const char *init)
 {
@@ -172,7 +170,8 @@ static int device_mounted(const struct nmbl_ctx *ctx, const char *dev)
 static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_root_mount *m,
 		      const char *sysroot)
 {
-	_cleanup_free_ char *fstype = NULL, *dev = NULL;
+	_cleanup_free_ char *probed = NULL, *dev = NULL;
+	const char *fstype = m->fstype;
 	char name[NMBL_NAME_MAX];
 	int r;
 
@@ -186,13 +185,11 @@ static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_root_mount *m,
 		nmbl_dbg(ctx, "%s is still mounted", dev);
 		return -EBUSY;
 	}
-	fstype = m->fstype ? strdup(m->fstype) : NULL;
-	if (m->fstype && !fstype)
-		return -ENOMEM;
 	if (!fstype) {
-		r = nmbl_root_fstype(ctx, dev, &fstype);
+		r = nmbl_root_fstype(ctx, dev, &probed);
 		if (r < 0)
 			return r;
+		fstype = probed;
 	}
 	r = nmbl_load_fs_module(ctx, fstype);
 	if (r < 0)

@@ -10,7 +10,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+/* The number of elements of the array X.  A pointer is a build error (a
+ * void expression where a number is wanted), not sizeof(pointer) / ...:
+ * &*(x) has X's own type only when X is a pointer (systemd's ELEMENTSOF). */
+#define ELEMENTSOF(x)                                                         \
+	__builtin_choose_expr(                                                \
+		!__builtin_types_compatible_p(__typeof__(x), __typeof__(&*(x))), \
+		sizeof(x) / sizeof((x)[0]), (void)0)
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 /* FUNCp(), which a _cleanup_ variable of TYPE (a pointer) calls: FUNC on

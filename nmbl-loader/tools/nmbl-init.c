@@ -61,6 +61,8 @@
 #define RUN_DIR "/run/nmbl"
 #define DEVICE_MAP RUN_DIR "/device.map"
 #define SHELL "/bin/sh"
+/* Where efivarfs shows the firmware's variables. */
+#define EFIVARS "/sys/firmware/efi/efivars"
 /* SysRq's log level (2), sync (16), remount read-only (32) and reboot
  * (128): not keyboard control (4: SAK kills the console's processes),
  * dumps (8), signals to processes (64) or renicing (256). */
@@ -199,13 +201,20 @@ static void drain_uevents(struct nmbl_ctx *ctx, int fd)
 }
 
 /* The partition systemd-stub says the firmware started nmbl from, as its
- * /dev/disk/by-partuuid link; NULL when the firmware did not say. */
+ * /dev/disk/by-partuuid link; NULL when the firmware did not say (or said
+ * something that is no partition's UUID, which is worth a line). */
 static char *esp_link(struct nmbl_ctx *ctx)
 {
 	_cleanup_free_ char *uuid = NULL;
 	char *link = NULL;
+	int r;
 
-	if (nmbl_get_loader_device_partuuid(ctx, &uuid) < 0)
+	r = nmbl_get_loader_device_partuuid(ctx, &uuid);
+	if (r == -EBADMSG)
+		say("LoaderDevicePartUUID is no partition UUID; ignored");
+	else if (r < 0 && r != -ENOENT)
+		say("cannot read LoaderDevicePartUUID: %s", strerror(-r));
+	if (r < 0)
 		return NULL;
 	if (asprintf(&link, "/dev/disk/by-partuuid/%s", uuid) < 0)
 		return NULL;
@@ -265,7 +274,7 @@ static void mount_firmware_fs(struct nmbl_ctx *ctx)
 	 * fwsetup and the Secure Boot state), libnmbl the lockdown state. */
 	if (stat("/sys/firmware/efi", &st) == 0) {
 		(void)nmbl_load_module(ctx, "fs-efivarfs");
-		if (mount("efivarfs", "/sys/firmware/efi/efivars", "efivarfs",
+		if (mount("efivarfs", EFIVARS, "efivarfs",
 			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
 			say("cannot mount efivarfs: %m");
 	}
@@ -284,33 +293,37 @@ static void restrict_sysrq(void)
 		close(fd);
 }
 
-/* The value of KEY on the command line /proc/cmdline shows, malloc'ed;
- * NULL when absent or unreadable. */
-static char *kernel_param(struct nmbl_ctx *ctx, const char *key)
+/* The value of KEY on the command line /proc/cmdline shows, or (AS_WRITTEN)
+ * the parameter as written there, malloc'ed; NULL when absent or
+ * unreadable. */
+static char *kernel_param(struct nmbl_ctx *ctx, const char *key, bool as_written)
 {
 	_cleanup_free_ char *cmdline = NULL;
 	char *value;
+	int r;
 
-	if (nmbl_get_kernel_cmdline(ctx, &cmdline) < 0 ||
-	    nmbl_cmdline_get_value(cmdline, key, &value) < 0)
+	if (nmbl_get_kernel_cmdline(ctx, &cmdline) < 0)
 		return NULL;
-	return value;
+	r = as_written ? nmbl_cmdline_get_param(cmdline, key, &value)
+		       : nmbl_cmdline_get_value(cmdline, key, &value);
+	return r < 0 ? NULL : value;
 }
 
-/* nmbl.shell (or nmbl.shell=1) on nmbl's own command line: a debug
- * build's. */
+/* nmbl.shell or nmbl.shell=1, exactly as written, on nmbl's own command
+ * line: what a debug build's UKI carries.  Anything else ("nmbl.shell=",
+ * a quoted form) opens no shell. */
 static bool shell_allowed(struct nmbl_ctx *ctx)
 {
-	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.shell");
+	_cleanup_free_ char *param = kernel_param(ctx, "nmbl.shell", true);
 
-	return value && (!*value || strcmp(value, "1") == 0);
+	return param && (strcmp(param, "nmbl.shell") == 0 || strcmp(param, "nmbl.shell=1") == 0);
 }
 
 /* nmbl.watchdog=SECONDS on nmbl's command line, 0 for none;
  * *RET_EXPLICIT whether it is there. */
 static unsigned watchdog_seconds(struct nmbl_ctx *ctx, bool *ret_explicit)
 {
-	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.watchdog");
+	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.watchdog", false);
 	unsigned long seconds;
 	char *end;
 
@@ -505,7 +518,7 @@ static bool menu_locked_down(struct nmbl_ctx *ctx)
 		return r != 0;
 	if (access("/sys/firmware/efi", F_OK) != 0)
 		return false;
-	return statfs("/sys/firmware/efi/efivars", &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
+	return statfs(EFIVARS, &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
 }
 
 static int run_menu(struct nmbl_ctx *ctx)
@@ -568,7 +581,7 @@ static void remove_tree(int dfd, dev_t rootdev)
  * it there). */
 static char *target_init(struct nmbl_ctx *ctx)
 {
-	char *value = kernel_param(ctx, "init");
+	char *value = kernel_param(ctx, "init", false);
 
 	return value && *value ? value : (free(value), strdup("/sbin/init"));
 }

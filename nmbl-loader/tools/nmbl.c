@@ -158,7 +158,8 @@ static int running_cmdline(struct nmbl_ctx *ctx, char **ret)
 	return r;
 }
 
-static int do_load(struct nmbl_ctx *ctx, int argc, char **argv, bool boot)
+/* ROOT: --root's, for the messages (NULL without it). */
+static int do_load(struct nmbl_ctx *ctx, const char *root, int argc, char **argv, bool boot)
 {
 	struct load_args a;
 	char *cmdline = NULL;
@@ -169,8 +170,16 @@ static int do_load(struct nmbl_ctx *ctx, int argc, char **argv, bool boot)
 	if (a.reuse_cmdline) {
 		r = running_cmdline(ctx, &cmdline);
 		if (r < 0) {
+			char *path = NULL;
+
+			/* The file libnmbl read: /proc/cmdline below --root. */
+			if (asprintf(&path, "%s/proc/cmdline",
+				     root && strcmp(root, "/") != 0 ? root : "") < 0)
+				path = NULL;
+			fail(path ? path : "/proc/cmdline", r);
+			free(path);
 			free(a.initrds);
-			return fail("/proc/cmdline", r);
+			return EXIT_FAILURE;
 		}
 		a.cmdline = cmdline;
 	}
@@ -732,7 +741,7 @@ int main(int argc, char **argv)
 	argc -= argi;
 	argv += argi;
 	if (strcmp(verb, "load") == 0 || strcmp(verb, "boot") == 0) {
-		r = do_load(ctx, argc, argv, verb[0] == 'b');
+		r = do_load(ctx, root, argc, argv, verb[0] == 'b');
 	} else if (strcmp(verb, "modprobe") == 0 || strcmp(verb, "coldplug") == 0) {
 		bool cold = verb[0] == 'c';
 

@@ -6,14 +6,17 @@
 # and GRUB's EFI image as a distribution builds it, from Debian's
 # grub-efi-amd64-bin with Debian's module list, reading the same grub.cfg.
 BENCH_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=tty0 console=ttyS0,115200 quiet
-$(T)/floor.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS)
+# What holds that line: this file, and test/test.mk for the root's UUID.
+BENCH_CMDLINE_DEPS = test/bench/bench.mk test/test.mk
+$(T)/floor.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS) $(BENCH_CMDLINE_DEPS)
 	$(call MKUKI,$(T)/vmlinuz-test,$(T)/target-initrd.img,$(BENCH_CMDLINE))
 # The kexec floor: the target's kernel again, whose initramfs is one program
 # that kexecs the entry (kernel, initrd, command line inside it) at once.
 $(T)/kexec-floor-init: test/bench/kexec-floor.c
 	@mkdir -p $(@D)
 	$(CC) -static -Os -Wall -Wextra $(WERROR) -o $@ $<
-$(T)/kexec-floor.img: $(T)/kexec-floor-init $(T)/vmlinuz-test $(T)/target-initrd.img
+$(T)/kexec-floor.img: $(T)/kexec-floor-init $(T)/vmlinuz-test $(T)/target-initrd.img \
+		$(BENCH_CMDLINE_DEPS)
 	rm -rf $@.d && mkdir -p $@.d/entry
 	cp $(T)/kexec-floor-init $@.d/init
 	cp $(T)/vmlinuz-test $@.d/entry/vmlinuz
@@ -21,7 +24,7 @@ $(T)/kexec-floor.img: $(T)/kexec-floor-init $(T)/vmlinuz-test $(T)/target-initrd
 	printf '%s\n' "$(BENCH_CMDLINE)" >$@.d/entry/cmdline
 	cd $@.d && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet >$(abspath $@)
 	rm -rf $@.d
-$(T)/kexec-floor.efi: $(T)/vmlinuz-test $(T)/kexec-floor.img $(MKUKI_DEPS)
+$(T)/kexec-floor.efi: $(T)/vmlinuz-test $(T)/kexec-floor.img $(NMBL_MKUKI_DEPS)
 	$(call MKUKI,$(T)/vmlinuz-test,$(T)/kexec-floor.img,$(NMBL_CMDLINE))
 GRUB_EFI_DIR ?= /usr/lib/grub/x86_64-efi
 $(T)/grubx64.efi: test/bench/grub-modules test/bench/grub-bootstrap.cfg

@@ -49,7 +49,6 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
 import sys
 
@@ -64,8 +63,9 @@ from fixture import (BOOT_TIMEOUT, BOOT_UUID, NMBL_BOOT_ID, ROOT_UUID, TARGET_KE
 NMBL_STARTUP = r"nmbl: startup: kernel ([\d.]+) s, userspace ([\d.]+) s so far\r?\n"
 NMBL_MEMORY = r"nmbl: memory-used: (\d+) KiB\r?\n"
 TARGET_UPTIME = r"NMBL-TARGET-UPTIME ([\d.]+)\r?\n"
-# nmbl's own kernel parameters (Makefile NMBL_CMDLINE): the entry may
-# switch root; the floor UKI has the same line (Makefile BENCH_CMDLINE).
+# nmbl's own kernel parameters (NMBL_CMDLINE, dracut/uki.mk): the entry may
+# switch root; the floor UKI has the same line (BENCH_CMDLINE,
+# test/bench/bench.mk).
 OPTIONS = f"root=UUID={ROOT_UUID} ro console=tty0 console=ttyS0,115200 quiet"
 
 # efi: the program on the ESP; initrd: the initramfs it starts first.

@@ -13,10 +13,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 
 import mkdisk  # noqa: E402
-from vm import VM  # noqa: E402,F401  (re-exported for the tests)
+import vm  # noqa: E402
+
+# For the tests, which take the machine from here.
+VM = vm.VM
 
 # Fixed ids, so that a grub.cfg can name the file systems before they exist
-# (the Makefile names ROOT_UUID too, in the target UKI's command line).
+# (test/test.mk names ROOT_UUID too, as TEST_ROOT_UUID, in the target UKI's
+# command line).
 BOOT_UUID = "5e1f0c1a-7b2d-4c3e-9f40-b0070b0070b0"
 ESP_PARTUUID = "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0"
 ESP_VOLID = "E5B0-0001"

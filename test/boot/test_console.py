@@ -19,7 +19,7 @@ import re
 import socket
 import tempfile
 
-from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, TARGET_UP, VM, build_path, entry,
+from fixture import (BOOT_TIMEOUT, MENU_READY, TARGET_UP, VM, build_path, entry,
                      expected_cmdline, kver, make_disk, words)
 from vm import KEY_ESC, KEY_ENTER, Qmp
 

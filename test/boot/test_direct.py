@@ -17,8 +17,8 @@ from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUI
                      TARGET_UP, VM, build_path, kver, make_disk, words)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME, Qmp
 
-# nmbl's own kernel parameters (the UKI's command line, Makefile
-# NMBL_CMDLINE): an entry that keeps them may switch root.
+# nmbl's own kernel parameters (the UKI's command line, NMBL_CMDLINE in
+# dracut/uki.mk): an entry that keeps them may switch root.
 CONSOLES = "console=tty0 console=ttyS0,115200"
 ROOT_LABEL = "nmbl-test-root"
 ROOT_PARTUUID = "7a46e7a1-3333-4444-8555-2007f5007f50"

@@ -20,8 +20,8 @@ from fixture import (BOOT_TIMEOUT, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_K
                      VM, build_path, kver, make_disk)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
 
-# nmbl's own kernel parameters (Makefile NMBL_CMDLINE): both entries keep
-# them, and boot directly.
+# nmbl's own kernel parameters (NMBL_CMDLINE, dracut/uki.mk): both entries
+# keep them, and boot directly.
 CONSOLES = "console=tty0 console=ttyS0,115200"
 ROOT_PARTITION = 2  # ESP, then the root holding /boot
 

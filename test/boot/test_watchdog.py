@@ -11,7 +11,7 @@ OVMF's second "BdsDxe: starting".  The q35 machine has a watchdog of its
 own, the ICH9's TCO, which QEMU straps not to reboot (ICH9-LPC's noreboot,
 said here, not left to QEMU's default), as firmware may: iTCO_wdt drives
 it all the same, and with no 6300ESB nmbl arms it, to no effect.  The UKIs are test variants of nmbl's
-(see the Makefile): the self-test image stalling before its menu for
+(see test/test.mk): the self-test image stalling before its menu for
 longer than its nmbl.watchdog= allows, nmbl's own image with a watchdog
 shorter than its menu's countdown, and nmbl's kernel with an initramfs
 that has no init.  Each boot checks several things; no test sleeps."""
@@ -38,8 +38,8 @@ STALL_END = r"NMBL-STALL end (\d+)"
 # keeps running, and what nmbl says when it cannot stop it.
 NOT_STOPPED = r"watchdog did not stop|watchdog cannot be stopped|watchdog keeps running"
 
-# The Makefile's variants: nmbl.watchdog= and nmbl.selftest.stall=, and
-# NMBL_CMDLINE's panic=.
+# test/test.mk's variants: nmbl.watchdog= and nmbl.selftest.stall=, and
+# the panic= of NMBL_CMDLINE (dracut/uki.mk).
 STALL_WATCHDOG, STALL_SECONDS = 10, 30
 HEALTHY_WATCHDOG = 20
 PANIC_SECONDS = 30

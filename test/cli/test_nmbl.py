@@ -34,6 +34,12 @@ def test_usage_errors_exit_2():
         assert p.stderr, (args, "usage errors go to stderr")
 
 
+def test_reuse_cmdline_names_the_file_it_read():
+    p = nmbl("--root", "/nonexistent", "load", "k", "--reuse-cmdline")
+    assert p.returncode == 1, p
+    assert "nmbl: /nonexistent/proc/cmdline: " in p.stderr, p.stderr
+
+
 def test_inspect_json_describes_a_uki():
     p = nmbl("inspect", "--json", os.path.join(CORPUS, "uki.efi"))
     assert p.returncode == 0, p

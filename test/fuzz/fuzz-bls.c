@@ -10,6 +10,9 @@
 
 #include BLSCFG_C
 
+/* nmbl's helpers, after GRUB's code: it is compiled as GRUB has it. */
+#include "macro.h"
+
 grub_err_t grub_errno;
 
 static const uint8_t *input;
@@ -24,7 +27,7 @@ const char *grub_env_get(const char *name)
 		{ "grub_users", "root" },
 	};
 
-	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(env); i++)
 		if (strcmp(name, env[i][0]) == 0)
 			return env[i][1];
 	return NULL;

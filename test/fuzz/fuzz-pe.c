@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sum += s + strlen(name);
 	}
 	static const char *const names[] = { ".linux", ".initrd", ".ucode", ".cmdline", ".osrel" };
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		if (nmbl_image_section_data(img, names[i], &sec, &len) == 0 && len)
 			sum += ((const uint8_t *)sec)[len - 1];
 	sum += nmbl_image_get_cmdline_max(img) + (size_t)nmbl_image_get_truncated(img);

@@ -1,6 +1,7 @@
 # GRUB's own test suite on nmbl's grub-emu (test/grub-suite/README.md).
-# Included by the top Makefile, which defines BUILD, GRUB_SRC, GRUB_OBJ,
-# GRUB_VERSION, GRUB_TARBALL, GRUB_SHA256 and builds $(BUILD)/grub-emu.
+# Included by the top Makefile after grub-emu-patches/grub.mk, which
+# defines GRUB_SRC, GRUB_OBJ, GRUB_VERSION, GRUB_TARBALL and GRUB_SHA256 and
+# builds $(BUILD)/grub-emu.
 #
 #   make grub-suite            build what the tests need, run them
 #   make grub-suite-inputs     only build what they need (test/run runs them)
@@ -13,10 +14,11 @@ GRUB_SUITE_RUN = test/grub-suite/run
 GRUB_REF = $(BUILD)/grub-ref
 GRUB_REF_SRC = $(GRUB_REF)/grub-$(GRUB_VERSION)
 GRUB_REF_OBJ = $(GRUB_REF)/obj
-# grub_func_test draws text with unicode.pf2: made from fonts-unifont by
-# grub-common's grub-mkfont.  Not from xfonts-unifont: GRUB's configure finds
-# its unifont.pcf.gz, turns on its own build-time font, and the grub-emu
-# recipe of the top Makefile then lacks ascii.h.
+# grub_func_test draws text with unicode.pf2: made from fonts-unifont's
+# .otf by grub-common's grub-mkfont.  GRUB's configure does not look where
+# fonts-unifont puts it (it would find xfonts-unifont's unifont.pcf.gz and
+# build a font into grub-emu), so installing it leaves grub-emu's build as
+# it was.
 GRUB_SUITE_FONT ?= /usr/share/fonts/opentype/unifont/unifont.otf
 
 # What grub-shell and the tests in tests.list need in the build tree $(1) of
@@ -30,7 +32,9 @@ grub_suite_build = $(MAKE) -C $(1)/grub-core modinfo.sh && \
 	grub-mkfont -o $(1)/unicode.pf2 $(GRUB_SUITE_FONT)
 
 # The tests' inputs in nmbl's own GRUB tree.
-$(GRUB_SUITE)/built: $(BUILD)/grub-emu test/grub-suite/tests.list $(GRUB_SUITE_RUN)
+GRUB_SUITE_DEPS = test/grub-suite/tests.list $(GRUB_SUITE_RUN) test/grub-suite/grub-suite.mk \
+	$(GRUB_SUITE_FONT)
+$(GRUB_SUITE)/built: $(BUILD)/grub-emu $(GRUB_SUITE_DEPS)
 	$(call grub_suite_build,$(GRUB_OBJ),$(GRUB_SRC))
 	@mkdir -p $(@D)
 	touch $@
@@ -58,8 +62,9 @@ $(GRUB_REF_OBJ)/config.status: $(GRUB_TARBALL) | $(GRUB_OBJ)/config.status
 	cd $(GRUB_REF_OBJ) && eval "$(abspath $(GRUB_REF_SRC))/configure -q \
 		$$($(abspath $(GRUB_OBJ))/config.status --config)"
 
-# grub-emu as the top Makefile builds it, without libnmbl; then the tests'.
-$(GRUB_REF)/built: $(GRUB_REF_OBJ)/config.status test/grub-suite/tests.list $(GRUB_SUITE_RUN)
+# grub-emu as grub-emu-patches/grub.mk builds it, without libnmbl; then the
+# tests'.
+$(GRUB_REF)/built: $(GRUB_REF_OBJ)/config.status $(GRUB_SUITE_DEPS)
 	$(MAKE) -C $(GRUB_REF_OBJ)/grub-core/lib/gnulib
 	printf 'ref-built-sources: $$(BUILT_SOURCES)\n' | \
 		$(MAKE) -C $(GRUB_REF_OBJ)/grub-core -f Makefile -f - ref-built-sources

@@ -61,29 +61,6 @@ struct sigdb {
 	unsigned char buf[64 * 1024];
 };
 
-static void guid_bytes(const char *text, unsigned char out[16])
-{
-	unsigned a, b, c, d[8];
-
-	if (sscanf(text, "%8x-%4x-%4x-%2x%2x-%2x%2x%2x%2x%2x%2x", &a, &b, &c, &d[0], &d[1],
-		   &d[2], &d[3], &d[4], &d[5], &d[6], &d[7]) != 11)
-		abort();
-	for (int i = 0; i < 4; i++)
-		out[i] = (unsigned char)(a >> (8 * i));
-	out[4] = (unsigned char)b;
-	out[5] = (unsigned char)(b >> 8);
-	out[6] = (unsigned char)c;
-	out[7] = (unsigned char)(c >> 8);
-	for (int i = 0; i < 8; i++)
-		out[8 + i] = (unsigned char)d[i];
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
 /* One EFI_SIGNATURE_LIST of one signature, owned by nobody in particular. */
 static void sigdb_add(struct sigdb *db, const char *type, const void *data, size_t len)
 {
@@ -91,11 +68,11 @@ static void sigdb_add(struct sigdb *db, const char *type, const void *data, size
 
 	if (db->len + 28 + 16 + len > sizeof(db->buf))
 		abort();
-	guid_bytes(type, l);
-	put32(l + 16, (uint32_t)(28 + 16 + len));
-	put32(l + 20, 0);
-	put32(l + 24, (uint32_t)(16 + len));
-	guid_bytes("ae17c541-beff-44af-a46f-e16a7a0ed200", l + 28);
+	CHECK_INT(nmbl_parse_guid(type, l), 0);
+	nmbl_put_le32(l + 16, (uint32_t)(28 + 16 + len));
+	nmbl_put_le32(l + 20, 0);
+	nmbl_put_le32(l + 24, (uint32_t)(16 + len));
+	CHECK_INT(nmbl_parse_guid(NMBL_VENDOR_GUID, l + 28), 0);
 	memcpy(l + 44, data, len);
 	db->len += 28 + 16 + len;
 }
@@ -149,7 +126,7 @@ static void set_var(const char *name, const struct sigdb *db)
 		free(value);
 		return;
 	}
-	put32(value, 0x27);
+	nmbl_put_le32(value, 0x27);
 	memcpy(value + 4, db->buf, db->len);
 	fixture_write(path, value, 4 + db->len);
 	free(value);
@@ -170,7 +147,7 @@ static void ovmf_var(const char *fd, const char *name, struct sigdb *ret)
 	size_t len, name_len = 2 * (strlen(name) + 1);
 	unsigned char *b = slurp(fd, &len);
 
-	guid_bytes(SECURITY_DB_GUID, want_guid);
+	CHECK_INT(nmbl_parse_guid(SECURITY_DB_GUID, want_guid), 0);
 	for (size_t i = 0; name[i]; i++)
 		want_name[2 * i] = (unsigned char)name[i];
 	for (size_t off = 0; off + 60 <= len; off += 4) {
@@ -416,18 +393,18 @@ static void test_malformed(void)
 	fixture_write(rel, b, len - 100);
 	CHECK_INT(verdict(out), -EBADMSG);
 	/* An entry longer than the directory. */
-	put32(entry, pe.cert_size + 8);
+	nmbl_put_le32(entry, pe.cert_size + 8);
 	fixture_write(rel, b, len);
 	CHECK_INT(verdict(out), -EBADMSG);
 	/* An entry shorter than its header. */
-	put32(entry, 4);
+	nmbl_put_le32(entry, 4);
 	fixture_write(rel, b, len);
 	CHECK_INT(verdict(out), -EBADMSG);
 	/* An entry that leaves the rest of the directory unused. */
-	put32(entry, pe.cert_size - 16);
+	nmbl_put_le32(entry, pe.cert_size - 16);
 	fixture_write(rel, b, len);
 	CHECK_INT(verdict(out), -EBADMSG);
-	put32(entry, pe.cert_size);
+	nmbl_put_le32(entry, pe.cert_size);
 	/* A PKCS#7 that is none. */
 	entry[8] ^= 0xff;
 	fixture_write(rel, b, len);
@@ -439,7 +416,7 @@ static void test_malformed(void)
 	{
 		uint64_t sec = nmbl_le32(b + 0x3c) + 24 + nmbl_le16(b + nmbl_le32(b + 0x3c) + 20);
 
-		put32(b + sec + 16, (uint32_t)len);
+		nmbl_put_le32(b + sec + 16, (uint32_t)len);
 		fixture_write(rel, b, len);
 		CHECK_INT(verdict(out), -EBADMSG);
 	}
@@ -462,15 +439,15 @@ static void append_entry(const char *path, uint16_t type, unsigned char byte, co
 	unsigned char *n = malloc(len + 24);
 
 	memcpy(n, b, len);
-	put32(n + len, 24);
+	nmbl_put_le32(n + len, 24);
 	n[len + 4] = 0x00;
 	n[len + 5] = 0x02;
 	n[len + 6] = (unsigned char)type;
 	n[len + 7] = (unsigned char)(type >> 8);
 	memset(n + len + 8, byte, 16);
 	if (nmbl_le32(n + dir + 4) == 0)
-		put32(n + dir, (uint32_t)len);
-	put32(n + dir + 4, nmbl_le32(n + dir + 4) + 24);
+		nmbl_put_le32(n + dir, (uint32_t)len);
+	nmbl_put_le32(n + dir + 4, nmbl_le32(n + dir + 4) + 24);
 	fixture_write(out + strlen(fixture_root()), n, len + 24);
 	free(n);
 	free(b);

@@ -7,8 +7,7 @@
 #include "nmbl-private.h"
 #include "unit.h"
 
-#define VARS "/sys/firmware/efi/efivars/"
-#define LOADER "-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+#define LOADER "-" NMBL_LOADER_GUID
 
 static struct nmbl_ctx *ctx;
 
@@ -18,7 +17,7 @@ static int read_var(const char *name, unsigned char *buf, size_t size)
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof(path), VARS "%s" LOADER, name);
+	snprintf(path, sizeof(path), NMBL_EFIVARS "%s" LOADER, name);
 	f = fopen(fixture_path(path), "rb");
 	if (!f)
 		return -1;
@@ -103,7 +102,7 @@ static void write_var(const char *name, const void *data, size_t len)
 {
 	char path[256];
 
-	snprintf(path, sizeof(path), VARS "%s" LOADER, name);
+	snprintf(path, sizeof(path), NMBL_EFIVARS "%s" LOADER, name);
 	fixture_write(path, data, len);
 }
 
@@ -144,7 +143,7 @@ static void test_requests_broken_values_are_ignored(void)
 	CHECK_INT(nmbl_take_loader_entry_requests(ctx, &oneshot, &def), 0);
 	CHECK(oneshot == NULL);
 	CHECK(def == NULL);
-	CHECK(access(fixture_path(VARS "LoaderEntryOneShot" LOADER), F_OK) < 0);
+	CHECK(access(fixture_path(NMBL_EFIVARS "LoaderEntryOneShot" LOADER), F_OK) < 0);
 
 	memset(big, 'a', sizeof(big));
 	write_var("LoaderEntryOneShot", big, sizeof(big));
@@ -153,15 +152,15 @@ static void test_requests_broken_values_are_ignored(void)
 	CHECK(oneshot == NULL);
 	CHECK_STR(def, "a\xef\xbf\xbd" "b");
 	free(def);
-	CHECK(access(fixture_path(VARS "LoaderEntryOneShot" LOADER), F_OK) < 0);
+	CHECK(access(fixture_path(NMBL_EFIVARS "LoaderEntryOneShot" LOADER), F_OK) < 0);
 
 	/* A one-shot that cannot be deleted is an error: it would stick. */
 	write_var("LoaderEntryOneShot", odd, sizeof(odd) - 1);
 	fake.efivar_errno = -EIO;
 	CHECK_INT(nmbl_take_loader_entry_requests(ctx, &oneshot, &def), -EIO);
 	fake.efivar_errno = 0;
-	remove(fixture_path(VARS "LoaderEntryOneShot" LOADER));
-	remove(fixture_path(VARS "LoaderEntryDefault" LOADER));
+	remove(fixture_path(NMBL_EFIVARS "LoaderEntryOneShot" LOADER));
+	remove(fixture_path(NMBL_EFIVARS "LoaderEntryDefault" LOADER));
 	CHECK_INT(nmbl_take_loader_entry_requests(ctx, &oneshot, &def), 0);
 	CHECK(oneshot == NULL && def == NULL);
 	CHECK_INT(nmbl_take_loader_entry_requests(NULL, &oneshot, &def), -EINVAL);
@@ -189,13 +188,13 @@ static void test_loader_device_partuuid(void)
 	v = (char *)1;
 	CHECK_INT(nmbl_get_loader_device_partuuid(ctx, &v), -EBADMSG);
 	CHECK(v == (char *)1);
-	remove(fixture_path(VARS "LoaderDevicePartUUID" LOADER));
+	remove(fixture_path(NMBL_EFIVARS "LoaderDevicePartUUID" LOADER));
 	CHECK_INT(nmbl_get_loader_device_partuuid(NULL, &v), -EINVAL);
 }
 
 static void test_write_errors_are_returned(void)
 {
-	remove(fixture_path(VARS "LoaderInfo" LOADER));
+	remove(fixture_path(NMBL_EFIVARS "LoaderInfo" LOADER));
 	fake.efivar_errno = -EINVAL;
 	CHECK_INT(nmbl_set_loader_entry(ctx, "x"), -EINVAL);
 	fake.efivar_errno = 0;
@@ -215,6 +214,6 @@ int main(void)
 		NULL,
 	};
 
-	fixture_text(VARS "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", "");
+	fixture_text(SB_VAR, "");
 	return unit_main_ctx(tests, &ctx);
 }

@@ -8,10 +8,8 @@
 #include "nmbl-private.h"
 #include "unit.h"
 
-#define VARS "/sys/firmware/efi/efivars/"
-#define GLOBAL "-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 #define ESP_UUID "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0"
-#define NMBL "-ae17c541-beff-44af-a46f-e16a7a0ed200"
+#define NMBL "-" NMBL_VENDOR_GUID
 #define MTC "MTC-eb704011-1402-11d3-8e77-00a0c969723b"
 #define RECORD "NmblChainload" NMBL
 #define BOOT_ID_A "0a0a0a0a-0000-4000-8000-00000000000a"
@@ -41,14 +39,14 @@ static void write_disk(const char *label)
 /* An empty variable store, but for what every firmware has. */
 static void clear_vars(void)
 {
-	DIR *d = opendir(fixture_path(VARS));
+	DIR *d = opendir(fixture_path(NMBL_EFIVARS));
 	struct dirent *de;
 	char path[512];
 
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.' || strncmp(de->d_name, "SecureBoot-", 11) == 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", fixture_path(VARS), de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", fixture_path(NMBL_EFIVARS), de->d_name);
 		remove(path);
 	}
 	if (d)
@@ -57,7 +55,7 @@ static void clear_vars(void)
 
 static unsigned count_boot_options(void)
 {
-	DIR *d = opendir(fixture_path(VARS));
+	DIR *d = opendir(fixture_path(NMBL_EFIVARS));
 	struct dirent *de;
 	unsigned n = 0;
 
@@ -83,7 +81,7 @@ static void write_option(unsigned number, const char *partuuid, const char *file
 	CHECK(len <= sizeof(var) - 4);
 	memcpy(var, "\x07\0\0\0", 4);
 	memcpy(var + 4, buf, len);
-	snprintf(name, sizeof(name), VARS "Boot%04X" GLOBAL, number);
+	snprintf(name, sizeof(name), NMBL_EFIVARS "Boot%04X" GLOBAL, number);
 	fixture_write(name, var, 4 + len);
 	free(buf);
 }
@@ -95,13 +93,13 @@ static void boot(int mtc, const char *boot_id)
 
 	if (mtc >= 0) {
 		v[4] = (unsigned char)mtc;
-		fixture_write(VARS MTC, v, sizeof(v));
+		fixture_write(NMBL_EFIVARS MTC, v, sizeof(v));
 	} else {
-		remove(fixture_path(VARS MTC));
+		remove(fixture_path(NMBL_EFIVARS MTC));
 	}
 	fixture_text("/proc/sys/kernel/random/boot_id", boot_id);
 	/* The firmware takes BootNext before it tries the option. */
-	remove(fixture_path(VARS "BootNext" GLOBAL));
+	remove(fixture_path(NMBL_EFIVARS "BootNext" GLOBAL));
 }
 
 static void setup(void)
@@ -126,13 +124,13 @@ static void test_new_option_then_boot_next(void)
 	/* Boot0000 and Boot0001 taken by the firmware's own options. */
 	CHECK_INT(nmbl_load_option_build("UEFI Shell", ESP_UUID, 1, 2048, 204800, "/shell.efi",
 					 &buf, &len), 0);
-	fixture_write(VARS "Boot0000" GLOBAL, "\x07\0\0\0", 4);
+	fixture_write(NMBL_EFIVARS "Boot0000" GLOBAL, "\x07\0\0\0", 4);
 	{
 		unsigned char var[512];
 
 		memcpy(var, "\x07\0\0\0", 4);
 		memcpy(var + 4, buf, len);
-		fixture_write(VARS "Boot0001" GLOBAL, var, 4 + len);
+		fixture_write(NMBL_EFIVARS "Boot0001" GLOBAL, var, 4 + len);
 	}
 	free(buf);
 	fake.calls[0] = '\0';
@@ -231,7 +229,7 @@ static void test_came_back_by_start_count(void)
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "\\EFI\\X\\A.EFI", "x", &n), -ELOOP);
 	CHECK_INT(n, 0);
 	CHECK_STR(fake.calls, "");
-	CHECK(access(fixture_path(VARS "BootNext" GLOBAL), F_OK) < 0);
+	CHECK(access(fixture_path(NMBL_EFIVARS "BootNext" GLOBAL), F_OK) < 0);
 	/* All through this start: a fallback entry, the menu started again. */
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), -ELOOP);
 	/* Another program is no loop. */
@@ -247,7 +245,7 @@ static void test_came_back_by_start_count(void)
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), -ELOOP);
 	/* The count wraps as the firmware's 32-bit one does. */
 	boot(-1, BOOT_ID_B);
-	fixture_write(VARS MTC, "\x07\0\0\0\xff\xff\xff\xff", 8);
+	fixture_write(NMBL_EFIVARS MTC, "\x07\0\0\0\xff\xff\xff\xff", 8);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), 0);
 	boot(0, BOOT_ID_C);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), -ELOOP);
@@ -291,7 +289,7 @@ static void test_record_malformed_or_unwritable(void)
 	setup();
 	boot(3, BOOT_ID_A);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), 0);
-	f = fopen(fixture_path(VARS RECORD), "rb");
+	f = fopen(fixture_path(NMBL_EFIVARS RECORD), "rb");
 	CHECK(f && fread(good, 1, sizeof(good), f) == sizeof(good));
 	if (f)
 		fclose(f);
@@ -301,26 +299,26 @@ static void test_record_malformed_or_unwritable(void)
 	/* Another version, size, a NUL in the boot id, or cut short: none. */
 	memcpy(bad, good, sizeof(good));
 	bad[4] = 2;
-	fixture_write(VARS RECORD, bad, sizeof(good));
+	fixture_write(NMBL_EFIVARS RECORD, bad, sizeof(good));
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), 0);
 	boot(5, BOOT_ID_C);
 	memcpy(bad, good, sizeof(good));
 	bad[4 + 1] = 1, bad[4 + 4] = 4, bad[4 + 44] = 0;
-	fixture_write(VARS RECORD, bad, sizeof(bad));
+	fixture_write(NMBL_EFIVARS RECORD, bad, sizeof(bad));
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), 0);
 	boot(6, BOOT_ID_A);
 	bad[4 + 4] = 5;
 	bad[4 + 20] = '\0';
-	fixture_write(VARS RECORD, bad, sizeof(good));
+	fixture_write(NMBL_EFIVARS RECORD, bad, sizeof(good));
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), 0);
 	boot(7, BOOT_ID_B);
-	fixture_write(VARS RECORD, "\x07", 1);
+	fixture_write(NMBL_EFIVARS RECORD, "\x07", 1);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), 0);
 	boot(8, BOOT_ID_C);
 	{
 		char big[4 + 4096] = { 0x07 };
 
-		fixture_write(VARS RECORD, big, sizeof(big));
+		fixture_write(NMBL_EFIVARS RECORD, big, sizeof(big));
 	}
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), 0);
 	/* The record first: if it cannot be written, neither is BootNext. */
@@ -359,6 +357,6 @@ int main(void)
 		NULL,
 	};
 
-	fixture_text(VARS "SecureBoot" GLOBAL, "");
+	fixture_text(SB_VAR, "");
 	return unit_main_ctx(tests, &ctx);
 }

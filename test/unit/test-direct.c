@@ -144,6 +144,62 @@ static void test_cmdline_is_split_as_the_kernel_splits_it(void)
 	nmbl_cmdline_free(c);
 }
 
+/* nmbl-init offers a shell for "nmbl.shell" or "nmbl.shell=1" only: the
+ * parameter as written tells those from "nmbl.shell=" and quoted forms,
+ * whose values are the same. */
+static void test_param_as_written(void)
+{
+	static const struct {
+		const char *line, *param;
+	} cases[] = {
+		{ "quiet nmbl.shell", "nmbl.shell" },
+		{ "nmbl.shell=1 quiet", "nmbl.shell=1" },
+		{ "nmbl.shell=", "nmbl.shell=" },
+		{ "nmbl.shell=\"1\"", "nmbl.shell=\"1\"" },
+		{ "\"nmbl.shell\"", "\"nmbl.shell\"" },
+		{ "nmbl.shell=1 nmbl.shell=0", "nmbl.shell=0" },
+	};
+	char *v = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		CHECK_INT(nmbl_cmdline_get_param(cases[i].line, "nmbl.shell", &v), 0);
+		CHECK_STR(v, cases[i].param);
+		free(v);
+		v = NULL;
+	}
+	CHECK_INT(nmbl_cmdline_get_value("nmbl.shell=", "nmbl.shell", &v), 0);
+	CHECK_STR(v, "");
+	free(v);
+	v = (char *)1;
+	CHECK_INT(nmbl_cmdline_get_param("nmbl.shells quiet", "nmbl.shell", &v), -ENOENT);
+	CHECK_INT(nmbl_cmdline_get_param(NULL, "nmbl.shell", &v), -EINVAL);
+	CHECK_INT(nmbl_cmdline_get_param("x", NULL, &v), -EINVAL);
+	CHECK(v == (char *)1);
+}
+
+/* A line over 64 KiB is refused, whether given or read. */
+static void test_cmdline_limit(void)
+{
+	char *line = malloc(NMBL_CMDLINE_MAX + 2), *v = (char *)1;
+
+	memset(line, 'a', NMBL_CMDLINE_MAX + 1);
+	line[NMBL_CMDLINE_MAX + 1] = '\0';
+	CHECK_INT(nmbl_cmdline_get_value(line, "a", &v), -E2BIG);
+	CHECK_INT(nmbl_cmdline_get_param(line, "a", &v), -E2BIG);
+	CHECK_INT(nmbl_cmdline_remove(line, "a", &v), -E2BIG);
+	CHECK(v == (char *)1);
+	fixture_write("/proc/cmdline", line, NMBL_CMDLINE_MAX + 1);
+	CHECK_INT(nmbl_get_kernel_cmdline(ctx, &v), -EFBIG);
+	CHECK(v == (char *)1);
+	fixture_text("/proc/cmdline", RUNNING);
+	line[NMBL_CMDLINE_MAX] = '\0';
+	CHECK_INT(nmbl_cmdline_remove(line, "b", &v), 0);
+	CHECK_INT(strlen(v), NMBL_CMDLINE_MAX);
+	free(v);
+	CHECK_INT(nmbl_cmdline_remove(NULL, "b", &v), -EINVAL);
+	free(line);
+}
+
 /* What the entry asks to mount, decided from its line alone. */
 static void test_root_mount_is_decided_from_the_line(void)
 {
@@ -329,7 +385,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
  */
 static void test_hibernated_system_is_resumed_by_its_own_initrd(void)
 {
-	static const char var[] = "/sys/firmware/efi/efivars/HibernateLocation-" NMBL_SYSTEMD_GUID;
+	static const char var[] = NMBL_EFIVARS "HibernateLocation-" NMBL_SYSTEMD_GUID;
 	static const char location[] = "\x07\0\0\0{\"uuid\":\"0ff\",\"offset\":0}";
 	const char *k = "root=UUID=7a46e7a1 console=tty0 console=ttyS0,115200";
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -568,6 +624,8 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_cmdline_is_split_as_the_kernel_splits_it,
+		test_param_as_written,
+		test_cmdline_limit,
 		test_running_cmdline_without_boot_image,
 		test_root_mount_is_decided_from_the_line,
 		test_running_kernel_with_userspace_changes_boots_directly,

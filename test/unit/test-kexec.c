@@ -79,7 +79,6 @@ static void test_load_errors(void)
 	nmbl_unref(ctx);
 }
 
-#define SB_VAR "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
 static void test_uki_is_split_like_systemd_stub(void)
 {

@@ -5,7 +5,6 @@
 #include "nmbl-private.h"
 #include "unit.h"
 
-#define GLOBAL "-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 #define ESP_UUID "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0"
 
 static struct nmbl_ctx *ctx;
@@ -236,25 +235,25 @@ static void test_boot_current_from_efivarfs(void)
 	unsigned char var[4 + sizeof(shell_option)];
 	unsigned n = 0;
 
-	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0\0\0\x0a\x00", 6);
+	fixture_write(NMBL_EFIVARS "BootCurrent" GLOBAL, "\x06\0\0\0\x0a\x00", 6);
 	CHECK_INT(nmbl_get_boot_current(ctx, &n), 0);
 	CHECK_INT(n, 10);
 	memcpy(var, "\x07\0\0\0", 4);
 	memcpy(var + 4, shell_option, sizeof(shell_option));
-	fixture_write("/sys/firmware/efi/efivars/Boot000A" GLOBAL, var, sizeof(var));
+	fixture_write(NMBL_EFIVARS "Boot000A" GLOBAL, var, sizeof(var));
 	CHECK_INT(nmbl_read_boot_option(ctx, n, &opt), 0);
 	CHECK_STR(nmbl_load_option_get_description(opt), "Sh\xc3\xa9ll");
 	opt = nmbl_load_option_free(opt);
 
 	/* Broken variables: short, long, missing. */
-	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0\0\0\x0a", 5);
+	fixture_write(NMBL_EFIVARS "BootCurrent" GLOBAL, "\x06\0\0\0\x0a", 5);
 	CHECK_INT(nmbl_get_boot_current(ctx, &n), -EBADMSG);
-	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0\0\0\x0a\0\0", 7);
+	fixture_write(NMBL_EFIVARS "BootCurrent" GLOBAL, "\x06\0\0\0\x0a\0\0", 7);
 	CHECK_INT(nmbl_get_boot_current(ctx, &n), -EFBIG);
-	fixture_write("/sys/firmware/efi/efivars/BootCurrent" GLOBAL, "\x06\0", 2);
+	fixture_write(NMBL_EFIVARS "BootCurrent" GLOBAL, "\x06\0", 2);
 	CHECK_INT(nmbl_get_boot_current(ctx, &n), -EBADMSG);
 	CHECK_INT(n, 10);
-	fixture_write("/sys/firmware/efi/efivars/Boot000B" GLOBAL, "\x07\0\0\0\x01", 5);
+	fixture_write(NMBL_EFIVARS "Boot000B" GLOBAL, "\x07\0\0\0\x01", 5);
 	CHECK_INT(nmbl_read_boot_option(ctx, 11, &opt), -EBADMSG);
 	CHECK_INT(nmbl_read_boot_option(ctx, 12, &opt), -ENOENT);
 	CHECK_INT(nmbl_read_boot_option(ctx, 0x10000, &opt), -EINVAL);

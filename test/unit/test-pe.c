@@ -38,14 +38,6 @@ static unsigned char *load(const char *name, size_t *ret_len)
 	return buf;
 }
 
-static void put32(unsigned char *p, uint32_t v)
-{
-	p[0] = v & 0xff;
-	p[1] = (v >> 8) & 0xff;
-	p[2] = (v >> 16) & 0xff;
-	p[3] = v >> 24;
-}
-
 static void test_kernel(void)
 {
 	struct nmbl_image *img;
@@ -135,11 +127,11 @@ static void test_not_pe(void)
 
 	CHECK_INT(nmbl_image_new_from_buffer("hello", 5, &img), -ENOEXEC);
 	CHECK_INT(nmbl_image_new_from_buffer(b, 0x3f, &img), -ENOEXEC);
-	put32(b + 0x3c, (uint32_t)len);
+	nmbl_put_le32(b + 0x3c, (uint32_t)len);
 	CHECK_INT(nmbl_image_new_from_buffer(b, len, &img), -ENOEXEC);
-	put32(b + 0x3c, 0xfffffffc);
+	nmbl_put_le32(b + 0x3c, 0xfffffffc);
 	CHECK_INT(nmbl_image_new_from_buffer(b, len, &img), -ENOEXEC);
-	put32(b + 0x3c, KERNEL_LFANEW);
+	nmbl_put_le32(b + 0x3c, KERNEL_LFANEW);
 	/* More sections than any image has. */
 	b[KERNEL_LFANEW + 6] = 0xff;
 	b[KERNEL_LFANEW + 7] = 0xff;

@@ -57,18 +57,6 @@ static void get(const char *path, off_t off, void *data, size_t len)
 	}
 }
 
-static void le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void le64(unsigned char *p, uint64_t v)
-{
-	le32(p, (uint32_t)v);
-	le32(p + 4, (uint32_t)(v >> 32));
-}
-
 static struct nmbl_probe probe(const char *path, uint64_t offset)
 {
 	struct nmbl_probe p = { .fstype = "untouched" };
@@ -171,9 +159,9 @@ static void test_stacked_layers(void)
 	fixture_run("mkfs.ext4 -q -F %s 7M", dev);
 	CHECK_STR(probe(dev, 0).fstype, "ext4");
 	off = ((8 * MiB + 3 * 512) & ~(uint64_t)4095) - 8192;
-	le32(sb, MD_MAGIC);
-	le32(sb + 4, 1);           /* major_version */
-	le64(sb + 144, off / 512); /* super_offset, in sectors */
+	nmbl_put_le32(sb, MD_MAGIC);
+	nmbl_put_le32(sb + 4, 1);           /* major_version */
+	nmbl_put_le64(sb + 144, off / 512); /* super_offset, in sectors */
 	put(dev, (off_t)off, sb, sizeof(sb));
 	p = probe(dev, 0);
 	CHECK_STR(p.stacked, "RAID (md)");
@@ -184,8 +172,8 @@ static void test_stacked_layers(void)
 	dev = image("md090", 8 * MiB + 4096);
 	fixture_run("mkfs.ext4 -q -F %s 7M", dev);
 	memset(sb, 0, sizeof(sb));
-	le32(sb, MD_MAGIC);
-	le32(sb + 8, 90); /* minor_version */
+	nmbl_put_le32(sb, MD_MAGIC);
+	nmbl_put_le32(sb + 8, 90); /* minor_version */
 	put(dev, 8 * MiB - 65536, sb, sizeof(sb));
 	CHECK_STR(probe(dev, 0).stacked, "RAID (md)");
 	free(dev);
@@ -193,9 +181,9 @@ static void test_stacked_layers(void)
 	/* md 1.2, 4 KiB in. */
 	dev = image("md12", 2 * MiB);
 	memset(sb, 0, sizeof(sb));
-	le32(sb, MD_MAGIC);
-	le32(sb + 4, 1);
-	le64(sb + 144, 8);
+	nmbl_put_le32(sb, MD_MAGIC);
+	nmbl_put_le32(sb + 4, 1);
+	nmbl_put_le64(sb + 144, 8);
 	put(dev, 4096, sb, sizeof(sb));
 	CHECK_STR(probe(dev, 0).stacked, "RAID (md)");
 	free(dev);
@@ -231,11 +219,11 @@ static void test_lvm_physical_volume(void)
 	char *dev = image("lvm", 4 * MiB);
 	unsigned char label[512] = "LABELONE";
 
-	le64(label + 8, 1);  /* the label's own sector */
-	le32(label + 20, 32); /* offset_xl */
+	nmbl_put_le64(label + 8, 1);  /* the label's own sector */
+	nmbl_put_le32(label + 20, 32); /* offset_xl */
 	memcpy(label + 24, "LVM2 001", 8);
 	memcpy(label + 32, "abcdefghijklmnopqrstuvwxyz012345", 32);
-	le32(label + 16, lvm_crc(label + 20, sizeof(label) - 20));
+	nmbl_put_le32(label + 16, lvm_crc(label + 20, sizeof(label) - 20));
 	put(dev, 512, label, sizeof(label));
 	CHECK_STR(probe(dev, 0).stacked, "LVM");
 	/* A label whose checksum fails is no physical volume. */

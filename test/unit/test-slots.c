@@ -12,8 +12,6 @@
 #include "nmbl-private.h"
 #include "unit.h"
 
-#define VARS "/sys/firmware/efi/efivars/"
-#define GLOBAL "-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 #define ESP_UUID "e5b0e5b0-1111-4222-8333-e5b0e5b0e5b0"
 #define UKI CORPUS "/uki.efi"
 #define KERNEL CORPUS "/kernel.efi"
@@ -40,7 +38,7 @@ static void set_u16(const char *name, const int *numbers, size_t n)
 		v[4 + 2 * i] = (unsigned char)numbers[i];
 		v[5 + 2 * i] = (unsigned char)(numbers[i] >> 8);
 	}
-	snprintf(path, sizeof(path), VARS "%s" GLOBAL, name);
+	snprintf(path, sizeof(path), NMBL_EFIVARS "%s" GLOBAL, name);
 	fixture_write(path, v, 4 + 2 * n);
 }
 
@@ -53,7 +51,7 @@ static const char *get_u16(const char *name)
 	size_t len, o = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), VARS "%s" GLOBAL, name);
+	snprintf(path, sizeof(path), NMBL_EFIVARS "%s" GLOBAL, name);
 	f = fopen(fixture_path(path), "rb");
 	out[0] = '\0';
 	if (!f)
@@ -95,7 +93,7 @@ static bool same_file(const char *fixture, const char *host)
 /* The firmware starts: BootNext taken (when set) and booted, or not. */
 static void firmware_starts(int current)
 {
-	remove(fixture_path(VARS "BootNext" GLOBAL));
+	remove(fixture_path(NMBL_EFIVARS "BootNext" GLOBAL));
 	set_u16("BootCurrent", &current, 1);
 }
 
@@ -104,12 +102,12 @@ static void setup(int secure_boot)
 	static const int order[] = { 1, 0 }, current = 1;
 	unsigned char sb[5] = { 0x06, 0, 0, 0, (unsigned char)secure_boot };
 
-	rm_rf(VARS);
+	rm_rf(NMBL_EFIVARS);
 	rm_rf("/efi");
 	rm_rf("/boot");
-	fixture_write(VARS "SecureBoot" GLOBAL, sb, sizeof(sb));
-	fixture_write(VARS "Boot0000" GLOBAL, "\x07\0\0\0", 4);
-	fixture_write(VARS "Boot0001" GLOBAL, "\x07\0\0\0", 4);
+	fixture_write(SB_VAR, sb, sizeof(sb));
+	fixture_write(NMBL_EFIVARS "Boot0000" GLOBAL, "\x07\0\0\0", 4);
+	fixture_write(NMBL_EFIVARS "Boot0001" GLOBAL, "\x07\0\0\0", 4);
 	set_u16("BootOrder", order, 2);
 	set_u16("BootCurrent", &current, 1);
 	fixture_text("/proc/self/mountinfo",
@@ -307,9 +305,9 @@ static void test_remove_puts_back_what_nmbl_found(void)
 	CHECK_INT(nmbl_slots_remove(s), 0);
 	CHECK_STR(get_u16("BootOrder"), "0001,0000");
 	CHECK_STR(get_u16("BootNext"), "");
-	CHECK(!exists(VARS "Boot0002" GLOBAL));
-	CHECK(!exists(VARS "Boot0003" GLOBAL));
-	CHECK(exists(VARS "Boot0001" GLOBAL));
+	CHECK(!exists(NMBL_EFIVARS "Boot0002" GLOBAL));
+	CHECK(!exists(NMBL_EFIVARS "Boot0003" GLOBAL));
+	CHECK(exists(NMBL_EFIVARS "Boot0001" GLOBAL));
 	CHECK(!exists("/efi/EFI/nmbl/nmbl-a.efi"));
 	CHECK(!exists("/efi/EFI/nmbl/nmbl-b.efi"));
 	CHECK(!exists("/efi/EFI/nmbl/slots"));

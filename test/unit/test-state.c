@@ -6,7 +6,6 @@
 #include "nmbl-private.h"
 #include "unit.h"
 
-#define SB_VAR "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
 static struct nmbl_ctx *ctx;
 
@@ -55,7 +54,7 @@ static void test_secure_boot(void)
 	fixture_write(SB_VAR, "\x06\0\0\0\x02", 5);
 	CHECK_INT(nmbl_get_secure_boot(ctx), -EBADMSG);
 	CHECK_INT(nmbl_get_setup_mode(ctx), -ENOENT);
-	fixture_write("/sys/firmware/efi/efivars/SetupMode-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+	fixture_write(NMBL_EFIVARS "SetupMode" GLOBAL,
 		      "\x06\0\0\0\x01", 5);
 	CHECK_INT(nmbl_get_setup_mode(ctx), 1);
 }
@@ -81,8 +80,8 @@ static void test_strerror_names_the_fault(void)
 	CHECK_STR(nmbl_strerror(-EACCES), strerror(EACCES));
 }
 
-#define OSI_SUPPORTED "/sys/firmware/efi/efivars/OsIndicationsSupported-8be4df61-93ca-11d2-aa0d-00e098032b8c"
-#define OSI "/sys/firmware/efi/efivars/OsIndications-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#define OSI_SUPPORTED NMBL_EFIVARS "OsIndicationsSupported" GLOBAL
+#define OSI NMBL_EFIVARS "OsIndications" GLOBAL
 
 static void test_firmware_setup(void)
 {
@@ -104,7 +103,7 @@ static void test_firmware_setup(void)
 	fixture_write(OSI, "\x07\0\0\0\x04\0\0\0\0\0\0\x80", 12);
 	fake.calls[0] = '\0';
 	CHECK_INT(nmbl_set_boot_to_firmware_setup(ctx), 0);
-	CHECK_STR(fake.calls, "efivar OsIndications-8be4df61-93ca-11d2-aa0d-00e098032b8c 12;");
+	CHECK_STR(fake.calls, "efivar OsIndications" GLOBAL " 12;");
 	f = fopen(fixture_path(OSI), "rb");
 	CHECK(f && fread(buf, 1, sizeof(buf), f) == 12);
 	if (f)

@@ -38,6 +38,12 @@ extern int unit_failures;
 		}                                                            \
 	} while (0)
 
+/* EFI variables below the fixture root, named as efivarfs names them:
+ * NMBL_EFIVARS "Name" GLOBAL for one of the global vendor's (nmbl-private.h
+ * has the path and the vendors' GUIDs). */
+#define GLOBAL "-" NMBL_EFI_GLOBAL_GUID
+#define SB_VAR NMBL_EFIVARS "SecureBoot" GLOBAL
+
 /* A fresh fixture root; removed at exit. */
 const char *fixture_root(void);
 /* Write DATA (LEN bytes) to ROOT/PATH, creating directories. */
