@@ -55,6 +55,10 @@ def flood(n=3000, seed=14):
     return bytes(rng.choice(keys) for _ in range(n))
 
 
+PRESS_ANY_KEY = r"Press any key to continue"
+MENU_SHOWN = r"Use the .* keys to select which entry is highlighted"
+
+
 def menu_answers(vm, token, typed=None):
     """The menu is alive and reads keys: 'c' asks who the superuser is.
 
@@ -62,7 +66,8 @@ def menu_answers(vm, token, typed=None):
     username prompt open ("\\ec" is Esc then 'c'): the probe types a name
     no other key can echo, TOKEN, so what it waits for is its own prompt,
     and ends that prompt itself (Enter, then Esc at the password, and Esc
-    at GRUB's "Press any key"), leaving the menu with no key pending.
+    at GRUB's "Press any key" if it asks), leaving the menu with no key
+    pending.
     TYPED types text on a keyboard; the serial line by default."""
     typed = typed or vm.send
     typed("c" + token + KEY_ENTER)
@@ -71,11 +76,13 @@ def menu_answers(vm, token, typed=None):
     typed(KEY_ESC)
     vm.wait_for(r"access denied", timeout=60, clean=True)
     # GRUB 2.14 waits for a key after a refused command line (10 s at
-    # most).  Esc: if the wait is over already, Esc does nothing in the
-    # menu, where Enter would boot.
-    vm.wait_for(r"Press any key to continue", timeout=60, clean=True)
-    typed(KEY_ESC)
-    vm.wait_for(r"Use the .* keys to select which entry is highlighted", timeout=60, clean=True)
+    # most), not after a refused editor: a pending Esc-e may have opened
+    # the prompt.  Esc ends the wait; if the wait is over already, Esc does
+    # nothing in the menu, where Enter would boot.
+    back = vm.wait_for(f"{PRESS_ANY_KEY}|{MENU_SHOWN}", timeout=60, clean=True)
+    if re.match(PRESS_ANY_KEY, back.group(0)):
+        typed(KEY_ESC)
+        vm.wait_for(MENU_SHOWN, timeout=60, clean=True)
 
 
 def keyboard(qmp):
