@@ -81,7 +81,9 @@ NMBL_EXPORT struct nmbl_ctx *nmbl_unref(struct nmbl_ctx *ctx)
 		free(m);
 	}
 	nmbl_kernel_file_clear(&ctx->chosen);
+	nmbl_held_initrds_clear(ctx);
 	nmbl_modules_release(ctx);
+	nmbl_tpm_release(ctx);
 	free(ctx->root);
 	free(ctx);
 	return NULL;

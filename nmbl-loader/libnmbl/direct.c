@@ -492,8 +492,15 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 		r = kexec_because(&reason, "nmbl.boot=kexec asks for kexec always");
 		goto done;
 	}
-	fd = nmbl_open_regular(ctx, kernel);
-	r = fd < 0 ? fd : nmbl_image_new_from_fd(ctx, fd, &img);
+	/* nmbl_measure_kernel() read it already: those bytes, not another
+	 * read of the file. */
+	if (ctx->chosen.path && strcmp(ctx->chosen.path, kernel) == 0) {
+		img = nmbl_image_ref(ctx->chosen.img);
+		r = img ? 0 : -ENOEXEC;
+	} else {
+		fd = nmbl_open_regular(ctx, kernel);
+		r = fd < 0 ? fd : nmbl_image_new_from_fd(ctx, fd, &img);
+	}
 	if (r < 0) {
 		/* nmbl_load() says what is wrong with it. */
 		r = kexec_because(&reason, "it is no kernel image nmbl can compare");
@@ -526,7 +533,7 @@ done:
 	if (r < 0)
 		return r;
 	/* The file as read, for the check or the load that follows. */
-	if (img) {
+	if (img && fd >= 0) {
 		char *path = strdup(kernel);
 
 		if (!path) {

@@ -19,6 +19,9 @@ static int copy_fd(int from, int to, uint64_t *total)
 {
 	char buf[64 * 1024];
 
+	/* A measured initrd's copy was written to, so is at its end. */
+	if (lseek(from, 0, SEEK_SET) < 0)
+		return -errno;
 	for (;;) {
 		ssize_t n = read(from, buf, sizeof(buf));
 		int r;
@@ -39,54 +42,43 @@ static int copy_fd(int from, int to, uint64_t *total)
 	}
 }
 
-/* One part of the initrd the kernel gets: bytes in memory, or a file. */
+/* One part of the initrd the kernel gets: bytes in memory, or an open
+ * file (-1 for none), which the part owns. */
 struct part {
 	const void *data;
 	size_t len;
-	const char *path;
+	int fd;
 };
 
-static int append_part(const struct nmbl_ctx *ctx, int out,
-		       const struct part *p, uint64_t *total)
+static int append_part(int out, const struct part *p, uint64_t *total)
 {
-	_cleanup_close_ int fd = -1;
-
 	if (p->data) {
 		*total += p->len;
 		if (*total > NMBL_INITRD_MAX)
 			return -EFBIG;
 		return nmbl_write_full(out, p->data, p->len);
 	}
-	fd = nmbl_open_regular(ctx, p->path);
-	if (fd < 0) {
-		nmbl_dbg(ctx, "cannot open initrd '%s'", p->path);
-		return fd;
-	}
-	return copy_fd(fd, out, total);
+	return copy_fd(p->fd, out, total);
 }
 
 /* One initrd file is passed as it is; anything else becomes one in-memory
  * file, each part starting on GRUB's alignment. */
-static int open_initrd(const struct nmbl_ctx *ctx, const struct part *parts,
-		       size_t n, int *ret_fd)
+static int open_initrd(const struct nmbl_ctx *ctx, struct part *parts, size_t n, int *ret_fd)
 {
 	static const char zeros[NMBL_INITRD_ALIGN];
 	_cleanup_close_ int out = -1;
 	uint64_t total = 0;
 	int r;
 
-	if (n == 1 && parts[0].path) {
-		r = nmbl_open_regular(ctx, parts[0].path);
-		if (r < 0)
-			return r;
-		*ret_fd = r;
+	if (n == 1 && !parts[0].data) {
+		*ret_fd = TAKE_FD(parts[0].fd);
 		return 0;
 	}
 	out = memfd_create("nmbl-initrd", MFD_CLOEXEC);
 	if (out < 0)
 		return -errno;
 	for (size_t i = 0; i < n; i++) {
-		r = append_part(ctx, out, &parts[i], &total);
+		r = append_part(out, &parts[i], &total);
 		if (r < 0)
 			return r;
 		if (total % NMBL_INITRD_ALIGN && i + 1 < n) {
@@ -125,10 +117,11 @@ static char *uki_cmdline(const struct nmbl_image *img)
 struct boot_files {
 	struct nmbl_image *img; /* NULL: not PE, left to the kernel to refuse */
 	int kernel_fd;
-	struct part *parts;     /* room for the UKI's two and every initrd */
+	struct part *parts;     /* room for the UKI's two, every initrd, the logs */
 	size_t n_parts;
 	const char *cmdline;
 	char *own_cmdline;
+	void *handover;         /* the measurements, for the kexec'd system */
 };
 
 static void boot_files_done(struct boot_files *f)
@@ -136,8 +129,126 @@ static void boot_files_done(struct boot_files *f)
 	nmbl_image_unref(f->img);
 	if (f->kernel_fd >= 0)
 		close(f->kernel_fd);
+	for (size_t i = 0; i < f->n_parts; i++)
+		if (f->parts[i].fd >= 0)
+			close(f->parts[i].fd);
 	free(f->parts);
 	free(f->own_cmdline);
+	free(f->handover);
+}
+
+/* The kernel file as GRUB measures it: all of it, as read (IMG), or from
+ * FD when it is no PE image. */
+static int measure_kernel(struct nmbl_ctx *ctx, const struct nmbl_image *img, int fd,
+			  const char *name)
+{
+	const struct nmbl_pe *pe;
+
+	if (!img)
+		return nmbl_measure_fd(ctx, NMBL_PCR_GRUB_FILES, fd, name, -1);
+	pe = nmbl_image_pe(img);
+	return nmbl_measure(ctx, NMBL_PCR_GRUB_FILES, pe->buf, pe->len, name);
+}
+
+/* PATH opened and, with a TPM, measured under NAME as it is copied into a
+ * sealed in-memory file: what is loaded is what was measured. */
+static int open_measured_initrd(struct nmbl_ctx *ctx, const char *path, const char *name,
+				int *ret_fd)
+{
+	_cleanup_close_ int fd = -1, copy = -1;
+	int r;
+
+	fd = nmbl_open_regular(ctx, path);
+	if (fd < 0) {
+		nmbl_dbg(ctx, "cannot open initrd '%s'", path);
+		return fd;
+	}
+	r = nmbl_tpm_present(ctx);
+	if (r <= 0) {
+		if (r == 0)
+			*ret_fd = TAKE_FD(fd);
+		return r;
+	}
+	copy = memfd_create("nmbl-initrd", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (copy < 0)
+		return -errno;
+	r = nmbl_measure_fd(ctx, NMBL_PCR_GRUB_FILES, fd, name, copy);
+	if (r < 0)
+		return r;
+	if (fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(copy);
+	return 0;
+}
+
+void nmbl_held_initrds_clear(struct nmbl_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->n_initrds; i++) {
+		free(ctx->initrds[i].path);
+		if (ctx->initrds[i].fd >= 0)
+			close(ctx->initrds[i].fd);
+	}
+	free(ctx->initrds);
+	ctx->initrds = NULL;
+	ctx->n_initrds = 0;
+}
+
+/* The initrd PATH as nmbl_measure_initrd() measured it, taken from the
+ * context (the first not taken yet); -1 when it holds none. */
+static int take_held_initrd(struct nmbl_ctx *ctx, const char *path)
+{
+	for (size_t i = 0; i < ctx->n_initrds; i++)
+		if (ctx->initrds[i].fd >= 0 && strcmp(ctx->initrds[i].path, path) == 0)
+			return TAKE_FD(ctx->initrds[i].fd);
+	return -1;
+}
+
+NMBL_EXPORT int nmbl_measure_kernel(struct nmbl_ctx *ctx, const char *path, const char *name)
+{
+	_cleanup_(nmbl_image_unrefp) struct nmbl_image *img = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *copy = NULL;
+	int r;
+
+	if (!ctx || !path || !name)
+		return -EINVAL;
+	nmbl_held_initrds_clear(ctx);
+	nmbl_kernel_file_clear(&ctx->chosen);
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	fd = nmbl_open_regular(ctx, path);
+	if (fd < 0)
+		return fd;
+	r = nmbl_image_new_from_fd(ctx, fd, &img);
+	if (r < 0 && r != -ENOEXEC)
+		return r;
+	r = measure_kernel(ctx, img, fd, name);
+	if (r < 0)
+		return r;
+	ctx->chosen = (struct nmbl_kernel_file){ .path = TAKE_PTR(copy), .fd = TAKE_FD(fd),
+						 .img = TAKE_PTR(img), .measured = true };
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name)
+{
+	struct nmbl_held_file *files;
+	_cleanup_free_ char *copy = NULL;
+	int fd, r;
+
+	if (!ctx || !path || !name)
+		return -EINVAL;
+	copy = strdup(path);
+	files = reallocarray(ctx->initrds, ctx->n_initrds + 1, sizeof(*files));
+	if (!copy || !files)
+		return -ENOMEM;
+	ctx->initrds = files;
+	r = open_measured_initrd(ctx, path, name, &fd);
+	if (r < 0)
+		return r;
+	files[ctx->n_initrds++] = (struct nmbl_held_file){ .path = TAKE_PTR(copy), .fd = fd };
+	return 0;
 }
 
 /* KERNEL opened as kexec_file_load(2) takes it.  A UKI is split as
@@ -152,16 +263,20 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 	int r;
 
 	*f = (struct boot_files){ .kernel_fd = -1, .cmdline = cmdline ? cmdline : "" };
-	f->parts = calloc(n_initrds + 2, sizeof(*f->parts));
+	f->parts = calloc(n_initrds + 3, sizeof(*f->parts));
 	if (!f->parts)
 		return -ENOMEM;
 
-	/* One descriptor: the bytes parsed here are the file the kernel
-	 * reads from it and checks; nmbl_choose_boot() may have read it. */
+	/* One descriptor: the bytes parsed (and measured) here are the file
+	 * the kernel reads from it and checks; nmbl_measure_kernel() or
+	 * nmbl_choose_boot() may have read it. */
 	if (ctx->chosen.path && strcmp(ctx->chosen.path, kernel) == 0) {
+		bool measured = ctx->chosen.measured;
+
 		fd = TAKE_FD(ctx->chosen.fd);
 		f->img = TAKE_PTR(ctx->chosen.img);
 		nmbl_kernel_file_clear(&ctx->chosen);
+		r = measured ? 0 : measure_kernel(ctx, f->img, fd, kernel);
 	} else {
 		nmbl_kernel_file_clear(&ctx->chosen);
 		fd = nmbl_open_regular(ctx, kernel);
@@ -170,7 +285,10 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 		r = nmbl_image_new_from_fd(ctx, fd, &f->img);
 		if (r < 0 && r != -ENOEXEC)
 			return r;
+		r = measure_kernel(ctx, f->img, fd, kernel);
 	}
+	if (r < 0)
+		return r;
 
 	if (f->img && nmbl_image_get_type(f->img) == NMBL_IMAGE_UKI) {
 		const void *data;
@@ -184,9 +302,9 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 			return r;
 		/* Microcode must come first in the initrd, as the stub does. */
 		if (nmbl_image_section_data(f->img, ".ucode", &data, &len) == 0)
-			f->parts[f->n_parts++] = (struct part){ .data = data, .len = len };
+			f->parts[f->n_parts++] = (struct part){ .data = data, .len = len, .fd = -1 };
 		if (nmbl_image_section_data(f->img, ".initrd", &data, &len) == 0)
-			f->parts[f->n_parts++] = (struct part){ .data = data, .len = len };
+			f->parts[f->n_parts++] = (struct part){ .data = data, .len = len, .fd = -1 };
 		/* Under Secure Boot the signed .cmdline wins over the entry's
 		 * options, as systemd-stub decides. */
 		if (nmbl_get_secure_boot(ctx) == 1 || !*f->cmdline) {
@@ -211,6 +329,37 @@ static int boot_files_open(struct nmbl_ctx *ctx, const char *kernel, size_t n_in
 	return 0;
 }
 
+/* What nmbl_load() gives the kernel: boot_files_open()'s, each initrd
+ * as measured (by nmbl_measure_initrd(), or now), and the measurements
+ * so far for the system it boots. */
+static int load_files_open(struct nmbl_ctx *ctx, const char *kernel,
+			   const char *const *initrds, size_t n_initrds, const char *cmdline,
+			   struct boot_files *f)
+{
+	size_t len;
+	int r;
+
+	r = boot_files_open(ctx, kernel, n_initrds, cmdline, f);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_initrds; i++) {
+		int fd = take_held_initrd(ctx, initrds[i]);
+
+		if (fd < 0) {
+			r = open_measured_initrd(ctx, initrds[i], initrds[i], &fd);
+			if (r < 0)
+				return r;
+		}
+		f->parts[f->n_parts++] = (struct part){ .fd = fd };
+	}
+	r = nmbl_tpm_handover_cpio(ctx, NMBL_PHASE_KEXEC, &f->handover, &len);
+	if (r < 0)
+		return r;
+	if (f->handover)
+		f->parts[f->n_parts++] = (struct part){ .data = f->handover, .len = len, .fd = -1 };
+	return 0;
+}
+
 /* Whether the kernel the last nmbl_load() or nmbl_check() gave the kernel
  * is the running one, judged on the very bytes the kernel was given. */
 static void note_accepted(struct nmbl_ctx *ctx, const struct boot_files *f)
@@ -232,11 +381,10 @@ NMBL_EXPORT int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 	if (!ctx || !kernel || (n_initrds && !initrds))
 		return -EINVAL;
 	ctx->kernel_accepted = ctx->accepted_is_running = false;
-	r = boot_files_open(ctx, kernel, n_initrds, cmdline, &f);
+	r = load_files_open(ctx, kernel, initrds, n_initrds, cmdline, &f);
+	nmbl_held_initrds_clear(ctx);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n_initrds; i++)
-		f.parts[f.n_parts++] = (struct part){ .path = initrds[i] };
 	if (f.n_parts > 0) {
 		r = open_initrd(ctx, f.parts, f.n_parts, &initrd_fd);
 		if (r < 0)
@@ -275,6 +423,9 @@ NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char 
 		return -EINVAL;
 	ctx->kernel_accepted = ctx->accepted_is_running = false;
 	r = boot_files_open(ctx, kernel, 0, cmdline, &f);
+	/* A direct boot loads no initrd: nmbl_measure_initrd() measured
+	 * them, nothing holds them longer. */
+	nmbl_held_initrds_clear(ctx);
 	if (r < 0)
 		return r;
 	if (!f.img)
@@ -362,6 +513,13 @@ NMBL_EXPORT int nmbl_exec(struct nmbl_ctx *ctx)
 	r = require_loaded(ctx);
 	if (r < 0)
 		return r;
+	/* The last thing nmbl measures: a failed extension is a failed boot,
+	 * and the kernel it would have started goes. */
+	r = nmbl_measure_phase(ctx, NMBL_PHASE_KEXEC);
+	if (r < 0) {
+		(void)nmbl_unload(ctx);
+		return r;
+	}
 	return restart(ctx, true);
 }
 

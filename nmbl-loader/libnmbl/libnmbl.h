@@ -93,6 +93,46 @@ int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 	      const char *const *initrds, size_t n_initrds,
 	      const char *cmdline);
 int nmbl_unload(struct nmbl_ctx *ctx);
+
+/*
+ * Measured boot.  With a TPM 2.0, libnmbl extends PCRs as GRUB does on
+ * EFI (EV_IPL events, every allocated bank) and appends each event to
+ * systemd's userspace measurement log, NMBL_TPM_LOG, and to a binary TCG
+ * event log, NMBL_TPM_EVENT_LOG, which starts as a copy of the firmware's:
+ * both replay to the PCRs.  nmbl_load() and nmbl_check() measure into
+ * PCR 9 the kernel (and nmbl_load() each initrd) they have not been given
+ * measured, from the very bytes they load; the hand-overs (nmbl_exec(),
+ * nmbl_switch_root()) extend PCR 11 with NMBL_PHASE_KEXEC or
+ * NMBL_PHASE_DIRECT ("leave-nmbl:..."), so that a secret sealed to nmbl's
+ * own PCR 11 stays sealed in whatever nmbl boots.  A kexec'd kernel finds
+ * the logs in its initramfs, below /.extra/nmbl/.  Without a TPM nothing
+ * is measured; with one that cannot be reached or refuses an extension,
+ * these calls fail and nothing is booted.
+ */
+#define NMBL_PCR_GRUB_STRINGS 8
+#define NMBL_PCR_GRUB_FILES 9
+#define NMBL_PCR_KERNEL_BOOT 11
+#define NMBL_TPM_LOG "/run/log/systemd/tpm2-measure.log"
+#define NMBL_TPM_EVENT_LOG "/run/log/nmbl/tpm2-event-log.bin"
+#define NMBL_PHASE_KEXEC "leave-nmbl:kexec"
+#define NMBL_PHASE_DIRECT "leave-nmbl:direct"
+/* 1 with a TPM 2.0 to measure into, 0 without one (or with a TPM 1.2);
+ * -ENODEV when the firmware announces a TPM 2.0 Linux cannot reach. */
+int nmbl_tpm_present(struct nmbl_ctx *ctx);
+/* GRUB's grub_tpm_measure(): the digest of DATA into PCR (0-23), logged
+ * as DESCRIPTION ("grub_cmd: ...") and its NUL. */
+int nmbl_measure(struct nmbl_ctx *ctx, unsigned pcr, const void *data, size_t len,
+		 const char *description);
+/*
+ * The kernel, or an initrd, at PATH, measured now into PCR 9 as the file
+ * GRUB calls NAME ("/vmlinuz-6.1", "(hd0,gpt2)/initrd.img"), in the order
+ * GRUB's linux and initrd commands measure them, and held: nmbl_load(),
+ * nmbl_check() and nmbl_choose_boot() of the same PATH take the bytes
+ * measured.  nmbl_measure_kernel() drops the initrds held before it, as
+ * GRUB's linux command does.
+ */
+int nmbl_measure_kernel(struct nmbl_ctx *ctx, const char *path, const char *name);
+int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name);
 /*
  * Whether nmbl_load() of KERNEL with CMDLINE would be accepted: the same
  * checks by the running kernel (the image's format, its signature against

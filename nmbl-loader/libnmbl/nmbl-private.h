@@ -43,9 +43,20 @@ struct nmbl_ctx {
 		char *path;
 		int fd;
 		struct nmbl_image *img;
+		/* Measured (nmbl_measure_kernel()): not again at the load. */
+		bool measured;
 	} chosen;
 	/* libkmod's context, its indexes loaded once for every lookup. */
 	struct kmod_ctx *kmod;
+	/* The TPM measured into (tpm.c), opened on first use. */
+	struct nmbl_tpm *tpm;
+	/* The initrds nmbl_measure_initrd() measured, held for the load:
+	 * each as the descriptor of what was measured. */
+	struct nmbl_held_file {
+		char *path;
+		int fd;
+	} *initrds;
+	size_t n_initrds;
 };
 
 void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
@@ -374,6 +385,26 @@ static inline void nmbl_hex_lower(char *s)
 /* Drop the context's libkmod context (opened on first use). */
 void nmbl_modules_release(struct nmbl_ctx *ctx);
 
+/*
+ * Measured boot (tpm.c).  Each returns 0 without a TPM 2.0, having done
+ * nothing.  FD's contents into PCR as the file GRUB calls NAME, copied to
+ * COPY_TO (unless -1) as they are hashed; a bare PCR 11 phase string, as
+ * systemd-pcrphase measures one; the context's TPM closed.
+ */
+int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name, int copy_to);
+int nmbl_measure_phase(struct nmbl_ctx *ctx, const char *phase);
+void nmbl_tpm_release(struct nmbl_ctx *ctx);
+/*
+ * What a kexec'd kernel gets of the measurements, an uncompressed cpio
+ * archive for its initrd (*RET NULL without a TPM): /.extra/nmbl/ holding
+ * both logs as they will be once PHASE is measured, and the IMA
+ * measurement list as it is now.
+ */
+int nmbl_tpm_handover_cpio(struct nmbl_ctx *ctx, const char *phase, void **ret,
+			   size_t *ret_len);
+/* The held initrds dropped. */
+void nmbl_held_initrds_clear(struct nmbl_ctx *ctx);
+
 /* "<root><path>", malloc'ed; NULL when out of memory. */
 char *nmbl_path(const struct nmbl_ctx *ctx, const char *path);
 
@@ -439,6 +470,10 @@ int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec);
 int nmbl_sys_watchdog_open(const char *path);
 int nmbl_sys_watchdog_set_timeout(int fd, unsigned *seconds);
 int nmbl_sys_watchdog_stop(int fd);
+/* The TPM's character device opened; one command written to FD and its
+ * response read (the count read). */
+int nmbl_sys_tpm_open(const char *path);
+ssize_t nmbl_sys_tpm_transmit(int fd, const void *cmd, size_t len, void *resp, size_t size);
 /* Read-only, but the kernel's keyrings are no file a test can fake. */
 long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len);
 int nmbl_sys_key_describe(int32_t key, char *buf, size_t len);

@@ -238,6 +238,10 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 	if (r < 0)
 		return r;
 	r = check_init(sysroot, m.init ? m.init : "/sbin/init");
+	/* The last thing nmbl measures, just before nothing can stop the
+	 * switch: a failed extension is a failed boot. */
+	if (r == 0)
+		r = nmbl_measure_phase(ctx, NMBL_PHASE_DIRECT);
 	if (r == 0)
 		r = bind_cmdline(ctx, cmdline);
 	if (r < 0) {

@@ -91,6 +91,32 @@ int nmbl_sys_systemctl(const char *verb, const char *arg)
 	return 0;
 }
 
+int nmbl_sys_tpm_open(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* The kernel's TPM device takes a command in one write(2) and gives its
+ * response in one read(2). */
+ssize_t nmbl_sys_tpm_transmit(int fd, const void *cmd, size_t len, void *resp, size_t size)
+{
+	ssize_t n;
+
+	do
+		n = write(fd, cmd, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != len)
+		return -EIO;
+	do
+		n = read(fd, resp, size);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
 long nmbl_sys_keyring_read(int32_t keyring, int32_t *buf, size_t len)
 {
 	long n = syscall(SYS_keyctl, KEYCTL_READ, keyring, buf, len);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -185,4 +186,134 @@ int nmbl_sys_boot_clock(uint64_t *ret_now_usec, uint64_t *ret_kernel_usec)
 	*ret_now_usec = fake.clock_now_usec;
 	*ret_kernel_usec = fake.clock_kernel_usec;
 	return 0;
+}
+
+const char *fake_tpm_alg_md(uint16_t alg)
+{
+	switch (alg) {
+	case 0x0004: return "SHA1";
+	case 0x000b: return "SHA256";
+	case 0x000c: return "SHA384";
+	case 0x000d: return "SHA512";
+	default: return NULL;
+	}
+}
+
+size_t fake_tpm_alg_size(uint16_t alg)
+{
+	const char *md = fake_tpm_alg_md(alg);
+
+	return md ? (size_t)EVP_MD_get_size(EVP_get_digestbyname(md)) : 0;
+}
+
+/* /dev/null stands for the TPM: a descriptor to close. */
+int nmbl_sys_tpm_open(const char *path)
+{
+	int fd;
+
+	record("tpm_open %s;", path + strlen(fake.root));
+	if (fake.tpm_open_errno)
+		return fake.tpm_open_errno;
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+/* A response with code RC and BODY after the header. */
+static ssize_t tpm_response(unsigned char *resp, uint16_t tag, uint32_t rc,
+			    const unsigned char *body, size_t len)
+{
+	resp[0] = (unsigned char)(tag >> 8);
+	resp[1] = (unsigned char)tag;
+	put_be32(resp + 2, (uint32_t)(10 + len));
+	put_be32(resp + 6, rc);
+	if (len)
+		memcpy(resp + 10, body, len);
+	return (ssize_t)(10 + len);
+}
+
+/* TPM_CAP_PCRS: every bank with all 24 PCRs allocated. */
+static ssize_t tpm_get_capability(unsigned char *resp)
+{
+	unsigned char body[256];
+	size_t n = 0, off = 9;
+
+	body[0] = 0;
+	put_be32(body + 1, 5);
+	for (; n < 4 && fake.tpm_banks[n]; n++) {
+		body[off] = (unsigned char)(fake.tpm_banks[n] >> 8);
+		body[off + 1] = (unsigned char)fake.tpm_banks[n];
+		body[off + 2] = 3;
+		memset(body + off + 3, 0xff, 3);
+		off += 6;
+	}
+	put_be32(body + 5, (uint32_t)n);
+	return tpm_response(resp, 0x8001, 0, body, off);
+}
+
+/* TPM2_PCR_Extend as a TPM does it: each bank's PCR becomes the hash of
+ * itself and the digest given for that bank. */
+static ssize_t tpm_extend(const unsigned char *cmd, size_t len, unsigned char *resp)
+{
+	static const unsigned char ok[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	uint32_t pcr = be32(cmd + 10), count;
+	size_t off = 31;
+
+	CHECK(be32(cmd + 14) == 9 && be32(cmd + 18) == 0x40000009);
+	if (pcr >= 24 || len < off)
+		return tpm_response(resp, 0x8002, 0x1c4, NULL, 0);
+	record("tpm_extend %u;", pcr);
+	if (fake.tpm_extend_rc)
+		return tpm_response(resp, 0x8002, fake.tpm_extend_rc, NULL, 0);
+	count = be32(cmd + 27);
+	for (uint32_t i = 0; i < count; i++) {
+		uint16_t alg = (uint16_t)(cmd[off] << 8 | cmd[off + 1]);
+		size_t size = fake_tpm_alg_size(alg), b;
+		unsigned char buf[128];
+		unsigned n;
+
+		for (b = 0; b < 4 && fake.tpm_banks[b] != alg; b++)
+			;
+		CHECK(b < 4 && size && off + 2 + size <= len);
+		if (b == 4 || !size || off + 2 + size > len)
+			return tpm_response(resp, 0x8002, 0x2c3, NULL, 0);
+		memcpy(buf, fake.tpm_pcrs[b][pcr], size);
+		memcpy(buf + size, cmd + off + 2, size);
+		EVP_Digest(buf, 2 * size, fake.tpm_pcrs[b][pcr], &n,
+			   EVP_get_digestbyname(fake_tpm_alg_md(alg)), NULL);
+		off += 2 + size;
+	}
+	CHECK(off == len);
+	fake.tpm_extends++;
+	return tpm_response(resp, 0x8002, 0, ok, sizeof(ok));
+}
+
+ssize_t nmbl_sys_tpm_transmit(int fd, const void *cmd, size_t len, void *resp, size_t size)
+{
+	const unsigned char *c = cmd;
+
+	(void)fd;
+	CHECK(size >= 4096);
+	if (len < 10 || be32(c + 2) != len)
+		return tpm_response(resp, 0x8001, 0x1e, NULL, 0);
+	switch (be32(c + 6)) {
+	case 0x17a:
+		return tpm_get_capability(resp);
+	case 0x182:
+		return tpm_extend(c, len, resp);
+	default:
+		return tpm_response(resp, 0x8001, 0x143, NULL, 0);
+	}
 }

@@ -25,6 +25,15 @@ struct fake_sys {
 		const char *description;
 		const char *type; /* NULL: "asymmetric" */
 	} keys[8];
+	/* A TPM 2.0 (nmbl_sys_tpm_*): the algorithm of each allocated bank
+	 * (0 ends the list), and the errno of opening it or the response code
+	 * of an extension. */
+	uint16_t tpm_banks[4];
+	int tpm_open_errno;
+	uint32_t tpm_extend_rc;
+	/* Its PCRs, bank by bank as in tpm_banks, and how many extensions. */
+	unsigned char tpm_pcrs[4][24][64];
+	unsigned tpm_extends;
 	/* Recorded. */
 	char calls[4096];
 	unsigned long kexec_flags;
@@ -32,10 +41,15 @@ struct fake_sys {
 	char kexec_cmdline[4096];
 	char kexec_kernel[256];
 	ssize_t kexec_kernel_len;
-	char kexec_initrd[256];
+	char kexec_initrd[64 * 1024];
 	ssize_t kexec_initrd_len;
 };
 
 extern struct fake_sys fake;
+
+/* The digest size of TPM algorithm ALG (sha1, sha256, sha384, sha512), 0
+ * for another; the OpenSSL name of its digest. */
+size_t fake_tpm_alg_size(uint16_t alg);
+const char *fake_tpm_alg_md(uint16_t alg);
 
 #endif
