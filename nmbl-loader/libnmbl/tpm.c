@@ -60,6 +60,10 @@ enum tpm_state {
 struct nmbl_tpm {
 	enum tpm_state state;
 	int fd;
+	/* A measurement failed: the logs no longer tell what the PCRs
+	 * hold, or an event is missing from both, so no later one is made
+	 * and nothing boots. */
+	bool failed;
 	/* The banks the TPM has allocated, each extended every time. */
 	size_t n_banks;
 	const struct tpm_alg *banks[ELEMENTSOF(tpm_algs)];
@@ -563,8 +567,8 @@ static int start_binary_log(const struct nmbl_ctx *ctx, const struct nmbl_tpm *t
  * happened but could not be logged is an error too: the logs no longer
  * replay to the PCRs.
  */
-static int measure_event(struct nmbl_ctx *ctx, const struct nmbl_tpm *t, const struct event *e,
-			 const struct digests *d)
+static int extend_and_log(struct nmbl_ctx *ctx, const struct nmbl_tpm *t, const struct event *e,
+			  const struct digests *d)
 {
 	_cleanup_close_ int json = -1, bin = -1;
 	_cleanup_free_ char *jrec = NULL;
@@ -606,6 +610,19 @@ static int measure_event(struct nmbl_ctx *ctx, const struct nmbl_tpm *t, const s
 		r = nmbl_write_full(bin, brec, blen);
 	if (r >= 0 && fchmod(json, 0600) < 0)
 		r = -errno;
+	return r;
+}
+
+static int measure_event(struct nmbl_ctx *ctx, struct nmbl_tpm *t, const struct event *e,
+			 const struct digests *d)
+{
+	int r;
+
+	if (t->failed)
+		return -EIO;
+	r = extend_and_log(ctx, t, e, d);
+	if (r < 0)
+		t->failed = true;
 	return r;
 }
 

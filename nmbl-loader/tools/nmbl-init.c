@@ -106,6 +106,8 @@ static void mount_api(void)
 		{ "devtmpfs", "/dev", "mode=0755", MS_NOSUID },
 		{ "devpts", "/dev/pts", "gid=5,mode=620,ptmxmode=000", MS_NOSUID | MS_NOEXEC },
 		{ "tmpfs", "/run", "mode=0755", MS_NOSUID | MS_NODEV },
+		/* The firmware's TPM event log, which nmbl's starts from. */
+		{ "securityfs", "/sys/kernel/security", NULL, MS_NOSUID | MS_NODEV | MS_NOEXEC },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(mounts); i++) {

@@ -39,6 +39,14 @@
  *   NMBL-TARGET-ROOT-RW <ok|error>     (remount read-write, write, fsync)
  *   NMBL-TARGET-ROOT-RO <ok|error>     (remount read-only: clean again)
  *
+ * With nmbl.test-tpm on the command line, what a verifier of the boot's
+ * measurements reads (the tests replay the logs to the PCRs):
+ *   NMBL-TARGET-PCR <bank> <index> <hex>     PCRs 0-15 of each bank in sysfs
+ *   NMBL-TARGET-FILE <path> <base64>         a file, in lines of 3000
+ *   NMBL-TARGET-FILE-END <path> <size|missing>   characters at most
+ *   for nmbl's logs in /run/log/nmbl/, systemd's userspace log and the
+ *   firmware's event log as this kernel has it.
+ *
  * With nmbl.test-bootcfg=ACTION[,ACTION]... (install:PATH, bless, status,
  * remove), what nmbl's package and bless unit do on a real system: the
  * ESP (/dev/vda1, FAT; the entry loads vfat with rd.driver.pre=) mounted
@@ -546,6 +554,96 @@ static void test_bootcfg(void)
 		out_line("NMBL-TARGET-WARN umount /efi: %s", strerror(errno));
 }
 
+static bool cmdline_has(const char *word)
+{
+	char cmdline[CMDLINE_MAX_LEN], padded[CMDLINE_MAX_LEN + 2], w[128];
+
+	if (read_text(NULL, "/proc/cmdline", cmdline, sizeof(cmdline)) < 0)
+		return false;
+	snprintf(padded, sizeof(padded), " %s ", cmdline);
+	snprintf(w, sizeof(w), " %s ", word);
+	return strstr(padded, w) != NULL;
+}
+
+static void report_pcrs(void)
+{
+	static const char *const banks[] = { "sha1", "sha256", "sha384", "sha512" };
+	char dir[64], name[8], value[160];
+
+	for (size_t b = 0; b < sizeof(banks) / sizeof(banks[0]); b++) {
+		snprintf(dir, sizeof(dir), "/sys/class/tpm/tpm0/pcr-%s", banks[b]);
+		for (int i = 0; i < 16; i++) {
+			snprintf(name, sizeof(name), "%d", i);
+			if (read_text(dir, name, value, sizeof(value)) > 0)
+				out_line("NMBL-TARGET-PCR %s %d %s", banks[b], i, value);
+		}
+	}
+}
+
+/* PATH whole, in base64 lines: the logs are binary and tens of KiB. */
+static void report_file(const char *path)
+{
+	static const char digits[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned char in[2250];
+	char line[3001];
+	size_t total = 0, have = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool end = false;
+
+	if (fd < 0) {
+		out_line("NMBL-TARGET-FILE-END %s missing", path);
+		return;
+	}
+	while (!end) {
+		ssize_t n = read(fd, in + have, sizeof(in) - have);
+		size_t o = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			end = true;
+		else
+			have += (size_t)n;
+		if (have < sizeof(in) && !end)
+			continue;
+		for (size_t i = 0; i < have; i += 3) {
+			unsigned v = (unsigned)in[i] << 16;
+
+			if (i + 1 < have)
+				v |= (unsigned)in[i + 1] << 8;
+			if (i + 2 < have)
+				v |= in[i + 2];
+			line[o++] = digits[v >> 18 & 63];
+			line[o++] = digits[v >> 12 & 63];
+			line[o++] = i + 1 < have ? digits[v >> 6 & 63] : '=';
+			line[o++] = i + 2 < have ? digits[v & 63] : '=';
+		}
+		line[o] = '\0';
+		if (have)
+			out_line("NMBL-TARGET-FILE %s %s", path, line);
+		total += have;
+		have = 0;
+	}
+	close(fd);
+	out_line("NMBL-TARGET-FILE-END %s %zu", path, total);
+}
+
+static void report_tpm(void)
+{
+	if (!cmdline_has("nmbl.test-tpm"))
+		return;
+	if (!mounted("/sys/kernel/security") &&
+	    mount("securityfs", "/sys/kernel/security", "securityfs", MS_NOSUID | MS_NOEXEC,
+		  NULL) < 0 && errno != EBUSY)
+		out_line("NMBL-TARGET-WARN mount securityfs: %s", strerror(errno));
+	report_pcrs();
+	report_file("/run/log/nmbl/tpm2-event-log.bin");
+	report_file("/run/log/nmbl/tpm2-measure.log");
+	report_file("/run/log/systemd/tpm2-measure.log");
+	report_file("/sys/kernel/security/tpm0/binary_bios_measurements");
+}
+
 static void power_off(void)
 {
 	static const int how[] = { RB_POWER_OFF, RB_AUTOBOOT };
@@ -580,6 +678,7 @@ int main(void)
 		set_requested_variables();
 		test_root();
 		test_bootcfg();
+		report_tpm();
 	}
 
 	if (!pid1)

@@ -26,14 +26,18 @@ depends() {
 # controller and HID drivers.  And the watchdogs that reset a machine whose
 # nmbl hangs before its menu: QEMU's i6300esb; Intel's TCO (iTCO_wdt, on
 # the platform device that lpc_ich or, on newer chipsets, i2c_i801
-# makes), AMD's (sp5100_tco), and the ACPI WDAT table's (wdat_wdt).
+# makes), AMD's (sp5100_tco), and the ACPI WDAT table's (wdat_wdt).  And
+# the TPM nmbl measures into: CRB (firmware TPMs, QEMU's tpm-crb) and TIS
+# (discrete chips on LPC or SPI); a TPM the firmware announces and Linux
+# cannot reach refuses every boot.
 installkernel() {
     hostonly='' instmods \
         virtio_pci virtio_blk virtio_scsi sd_mod ahci nvme \
         xhci_pci usb_storage uas mmc_block sdhci_pci \
         ext4 vfat nls_cp437 nls_ascii nls_utf8 btrfs xfs efivarfs \
         ehci_pci ohci_pci uhci_hcd usbhid hid_generic \
-        i6300esb iTCO_wdt lpc_ich i2c_i801 sp5100_tco wdat_wdt
+        i6300esb iTCO_wdt lpc_ich i2c_i801 sp5100_tco wdat_wdt \
+        tpm_crb tpm_tis tpm_tis_spi
 }
 
 install() {
