@@ -32,7 +32,7 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
 	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
-	parted lzop fonts-unifont
+	parted lzop fonts-unifont swtpm swtpm-tools tpm2-tools
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu

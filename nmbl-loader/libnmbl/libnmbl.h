@@ -117,7 +117,9 @@ int nmbl_unload(struct nmbl_ctx *ctx);
 #define NMBL_PHASE_KEXEC "leave-nmbl:kexec"
 #define NMBL_PHASE_DIRECT "leave-nmbl:direct"
 /* 1 with a TPM 2.0 to measure into, 0 without one (or with a TPM 1.2);
- * -ENODEV when the firmware announces a TPM 2.0 Linux cannot reach. */
+ * -EUNATCH when the firmware announces a TPM 2.0 Linux cannot reach,
+ * -EPROTONOSUPPORT when it has a bank nmbl cannot hash.  A measurement
+ * the TPM does not take, and any after it, is -EBADE. */
 int nmbl_tpm_present(struct nmbl_ctx *ctx);
 /* GRUB's grub_tpm_measure(): the digest of DATA into PCR (0-23), logged
  * as DESCRIPTION ("grub_cmd: ...") and its NUL. */

@@ -394,6 +394,11 @@ void nmbl_modules_release(struct nmbl_ctx *ctx);
 int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name, int copy_to);
 int nmbl_measure_phase(struct nmbl_ctx *ctx, const char *phase);
 void nmbl_tpm_release(struct nmbl_ctx *ctx);
+/* The algorithms of the PCR banks a TPM2_GetCapability(TPM_CAP_PCRS)
+ * response of LEN bytes says are allocated (a PCR selected), at most MAX;
+ * -EBADMSG for a response that breaks its own sizes. */
+int nmbl_tpm_parse_banks(const void *buf, size_t len, uint16_t *ret_algs, size_t max,
+			 size_t *ret_n);
 /*
  * What a kexec'd kernel gets of the measurements, an uncompressed cpio
  * archive for its initrd (*RET NULL without a TPM): /.extra/nmbl/ holding

@@ -58,6 +58,15 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 		       "share that mount's options";
 	case EXDEV:
 		return "the path leads out of the partition it names";
+	case EBADE:
+		return "the TPM did not take the measurement (it failed or went away), "
+		       "and nothing boots unmeasured";
+	case EUNATCH:
+		return "the firmware has a TPM that Linux cannot reach (no driver for it), "
+		       "and nothing boots unmeasured";
+	case EPROTONOSUPPORT:
+		return "the TPM has a PCR bank of an algorithm nmbl cannot compute, "
+		       "and nothing boots unmeasured";
 	default:
 		return strerror(-err);
 	}

@@ -109,35 +109,75 @@ static const struct tpm_alg *tpm_alg(uint16_t id)
 }
 
 /* Send CMD (its size already in its header), check the response's size
- * and code: -EIO for anything but success. */
+ * and code: -EBADE for anything but success, the device's own error too
+ * (a TPM that went away). */
 static int tpm_transmit(const struct nmbl_ctx *ctx, int fd, unsigned char *cmd,
 			size_t len, unsigned char resp[TPM_BUFFER_SIZE], size_t *ret_len)
 {
 	ssize_t n = nmbl_sys_tpm_transmit(fd, cmd, len, resp, TPM_BUFFER_SIZE);
 	uint32_t rc;
 
-	if (n < 0)
-		return (int)n;
+	if (n < 0) {
+		nmbl_dbg(ctx, "TPM command 0x%x: %s", be32(cmd + 6), strerror((int)-n));
+		return -EBADE;
+	}
 	if (n < TPM_HEADER_SIZE || be32(resp + 2) != (uint32_t)n)
-		return -EIO;
+		return -EBADE;
 	rc = be32(resp + 6);
 	if (rc != 0) {
 		nmbl_dbg(ctx, "TPM command 0x%x: response code 0x%x", be32(cmd + 6), rc);
-		return -EIO;
+		return -EBADE;
 	}
 	*ret_len = (size_t)n;
+	return 0;
+}
+
+int nmbl_tpm_parse_banks(const void *buf, size_t len, uint16_t *ret_algs, size_t max,
+			 size_t *ret_n)
+{
+	const unsigned char *resp = buf;
+	size_t off = TPM_HEADER_SIZE + 1, count, n = 0;
+
+	/* The header, moreData, capability, then a TPML_PCR_SELECTION. */
+	if (len < off + 8 || be32(resp + TPM_HEADER_SIZE + 1) != TPM_CAP_PCRS)
+		return -EBADMSG;
+	count = be32(resp + off + 4);
+	off += 8;
+	for (size_t i = 0; i < count; i++) {
+		bool allocated = false;
+		uint16_t id;
+		size_t size;
+
+		if (len - off < 3)
+			return -EBADMSG;
+		id = be16(resp + off);
+		size = resp[off + 2];
+		off += 3;
+		if (len - off < size)
+			return -EBADMSG;
+		for (size_t j = 0; j < size; j++)
+			allocated |= resp[off + j] != 0;
+		off += size;
+		if (!allocated)
+			continue;
+		if (n == max)
+			return -EBADMSG;
+		ret_algs[n++] = id;
+	}
+	*ret_n = n;
 	return 0;
 }
 
 /*
  * The banks with at least one PCR allocated (TPM2_GetCapability of
  * TPM_CAP_PCRS).  A bank nmbl cannot hash is one an attacker could extend
- * to any value: -EOPNOTSUPP, and nothing boots.
+ * to any value: -EPROTONOSUPPORT, and nothing boots.
  */
 static int tpm_get_banks(const struct nmbl_ctx *ctx, struct nmbl_tpm *t)
 {
 	unsigned char cmd[22], resp[TPM_BUFFER_SIZE];
-	size_t len, off, count;
+	uint16_t algs[ELEMENTSOF(t->banks)];
+	size_t len, n;
 	int r;
 
 	put_be16(cmd, TPM_ST_NO_SESSIONS);
@@ -149,41 +189,19 @@ static int tpm_get_banks(const struct nmbl_ctx *ctx, struct nmbl_tpm *t)
 	r = tpm_transmit(ctx, t->fd, cmd, sizeof(cmd), resp, &len);
 	if (r < 0)
 		return r;
-	/* moreData, capability, then a TPML_PCR_SELECTION. */
-	off = TPM_HEADER_SIZE + 1;
-	if (len < off + 8 || be32(resp + off) != TPM_CAP_PCRS)
-		return -EIO;
-	count = be32(resp + off + 4);
-	off += 8;
+	if (nmbl_tpm_parse_banks(resp, len, algs, ELEMENTSOF(algs), &n) < 0 || n == 0)
+		return -EBADE;
 	t->n_banks = 0;
-	for (size_t i = 0; i < count; i++) {
-		const struct tpm_alg *alg;
-		uint16_t id;
-		size_t size;
-		bool allocated = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct tpm_alg *alg = tpm_alg(algs[i]);
 
-		if (len < off + 3)
-			return -EIO;
-		id = be16(resp + off);
-		size = resp[off + 2];
-		off += 3;
-		if (len < off + size)
-			return -EIO;
-		for (size_t j = 0; j < size; j++)
-			allocated |= resp[off + j] != 0;
-		off += size;
-		if (!allocated)
-			continue;
-		alg = tpm_alg(id);
 		if (!alg || !EVP_get_digestbyname(alg->md)) {
-			nmbl_dbg(ctx, "the TPM has a PCR bank of algorithm 0x%04x", id);
-			return -EOPNOTSUPP;
+			nmbl_dbg(ctx, "the TPM has a PCR bank of algorithm 0x%04x", algs[i]);
+			return -EPROTONOSUPPORT;
 		}
-		if (t->n_banks == ELEMENTSOF(t->banks))
-			return -EIO;
 		t->banks[t->n_banks++] = alg;
 	}
-	return t->n_banks > 0 ? 0 : -EIO;
+	return 0;
 }
 
 /*
@@ -234,7 +252,7 @@ static int tpm_open(struct nmbl_ctx *ctx, struct nmbl_tpm **ret)
 	r = nmbl_sys_tpm_open(dev);
 	if (r < 0) {
 		nmbl_dbg(ctx, "the firmware has a TPM 2.0, but '%s' cannot be opened", dev);
-		return r == -ENOENT ? -ENODEV : r;
+		return -EUNATCH;
 	}
 	t->fd = r;
 	r = tpm_get_banks(ctx, t);
@@ -619,7 +637,7 @@ static int measure_event(struct nmbl_ctx *ctx, struct nmbl_tpm *t, const struct 
 	int r;
 
 	if (t->failed)
-		return -EIO;
+		return -EBADE;
 	r = extend_and_log(ctx, t, e, d);
 	if (r < 0)
 		t->failed = true;

@@ -640,6 +640,7 @@ static void report_tpm(void)
 	report_pcrs();
 	report_file("/run/log/nmbl/tpm2-event-log.bin");
 	report_file("/run/log/nmbl/tpm2-measure.log");
+	report_file("/run/log/nmbl/ima-binary-runtime-measurements");
 	report_file("/run/log/systemd/tpm2-measure.log");
 	report_file("/sys/kernel/security/tpm0/binary_bios_measurements");
 }

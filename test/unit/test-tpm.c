@@ -155,8 +155,8 @@ static void test_announced_tpm_out_of_reach_refuses_the_boot(void)
 
 	fixture_text("/sys/firmware/acpi/tables/TPM2", "TPM2");
 	fake.tpm_open_errno = -ENOENT;
-	CHECK_INT(nmbl_tpm_present(ctx), -ENODEV);
-	CHECK_INT(nmbl_load(ctx, kernel, NULL, 0, "root=x"), -ENODEV);
+	CHECK_INT(nmbl_tpm_present(ctx), -EUNATCH);
+	CHECK_INT(nmbl_load(ctx, kernel, NULL, 0, "root=x"), -EUNATCH);
 	CHECK(strstr(fake.calls, "kexec_file_load") == NULL);
 	nmbl_unref(ctx);
 }
@@ -175,8 +175,8 @@ static void test_bank_nmbl_cannot_hash_refuses(void)
 {
 	struct nmbl_ctx *ctx = setup((const uint16_t[]){ SHA256, 0x0099, 0 });
 
-	CHECK_INT(nmbl_tpm_present(ctx), -EOPNOTSUPP);
-	CHECK_INT(nmbl_measure(ctx, 8, "x", 1, "grub_cmd: x"), -EOPNOTSUPP);
+	CHECK_INT(nmbl_tpm_present(ctx), -EPROTONOSUPPORT);
+	CHECK_INT(nmbl_measure(ctx, 8, "x", 1, "grub_cmd: x"), -EPROTONOSUPPORT);
 	nmbl_unref(ctx);
 }
 
@@ -272,14 +272,14 @@ static void test_failed_extension_refuses_the_boot(void)
 	size_t len;
 
 	fake.tpm_extend_rc = 0x0101;
-	CHECK_INT(nmbl_measure(ctx, 8, "x", 1, "grub_cmd: x"), -EIO);
-	CHECK_INT(nmbl_measure_kernel(ctx, kernel, "/vmlinuz"), -EIO);
-	CHECK_INT(nmbl_load(ctx, kernel, NULL, 0, "root=x"), -EIO);
+	CHECK_INT(nmbl_measure(ctx, 8, "x", 1, "grub_cmd: x"), -EBADE);
+	CHECK_INT(nmbl_measure_kernel(ctx, kernel, "/vmlinuz"), -EBADE);
+	CHECK_INT(nmbl_load(ctx, kernel, NULL, 0, "root=x"), -EBADE);
 	CHECK(strstr(fake.calls, "kexec_file_load") == NULL);
 
 	/* Nor after, though the TPM would take it: the logs lack an event. */
 	fake.tpm_extend_rc = 0;
-	CHECK_INT(nmbl_load(ctx, kernel, NULL, 0, "root=x"), -EIO);
+	CHECK_INT(nmbl_load(ctx, kernel, NULL, 0, "root=x"), -EBADE);
 	CHECK(strstr(fake.calls, "kexec_file_load") == NULL);
 	nmbl_unref(ctx);
 

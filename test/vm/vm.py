@@ -126,11 +126,24 @@ _running = weakref.WeakSet()
 atexit.register(lambda: [vm.kill() for vm in list(_running)])
 
 
+def make_tpm_state(path, banks=("sha256",)):
+    """A new TPM 2.0 in directory PATH (emptied), its PCR banks BANKS
+    allocated (sha1, sha256, sha384, sha512), as a machine's firmware TPM
+    comes out of the factory: no certificates."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    subprocess.run(["swtpm_setup", "--tpm2", "--tpmstate", os.path.abspath(path),
+                    "--config", "/dev/null", "--pcr-banks", ",".join(banks), "--overwrite"],
+                   check=True, capture_output=True)
+    return path
+
+
 class VM:
     def __init__(self, disk, *, secure_boot=True, memory=1024, snapshot=False,
                  vars_file=None, log_file=None, echo=None, qemu_args=(),
                  qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
-                 pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None, disk_format="raw"):
+                 pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None, disk_format="raw",
+                 tpm=None):
         """disk: raw image (or DISK_FORMAT, e.g. a qcow2 overlay), attached as
             virtio (/dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
@@ -143,6 +156,8 @@ class VM:
         tb_size: MiB of TCG's translated-code cache (default: QEMU's own).
         blkdebug: a QEMU blkdebug configuration file: the disk is read through
             QEMU's blkdebug driver, which fails the reads that file names.
+        tpm: a TPM 2.0 state directory (make_tpm_state()): the machine gets a
+            CRB TPM, swtpm running on that state, which it keeps across boots.
         """
         code, template = FIRMWARE[bool(secure_boot)]
         self.disk = disk
@@ -159,6 +174,8 @@ class VM:
         self.tb_size = tb_size
         self.blkdebug = blkdebug
         self.disk_format = disk_format
+        self.tpm = tpm
+        self._swtpm = None
         self.pace = pace
         self.esc_delay = esc_delay
         self.stderr = ""  # QEMU's own messages (bad arguments, missing files)
@@ -174,6 +191,7 @@ class VM:
         self._eof = False
         self._started = None
         self._log = None
+        self._own_vars = False
 
     # --- life cycle -----------------------------------------------------
 
@@ -197,18 +215,51 @@ class VM:
                 # -display/-monitor none keep anything else off stdio.
                 "-display", "none", "-serial", "stdio", "-monitor", "none",
                 "-no-reboot", "-nic", "none"]
+        if self.tpm:
+            cmd += ["-chardev", f"socket,id=chrtpm,path={self._tpm_socket()}",
+                    "-tpmdev", "emulator,id=tpm0,chardev=chrtpm",
+                    "-device", "tpm-crb,tpmdev=tpm0"]
         return cmd + self.qemu_args
+
+    def _tpm_socket(self):
+        return os.path.join(self._tmpdir, "swtpm.sock")
+
+    def _start_swtpm(self):
+        """swtpm on the state directory, until QEMU lets go of it
+        (--terminate); QEMU connects only once its socket is there."""
+        sock = self._tpm_socket()
+        self._swtpm = subprocess.Popen(
+            ["swtpm", "socket", "--tpm2", "--tpmstate", f"dir={os.path.abspath(self.tpm)}",
+             "--ctrl", f"type=unixio,path={sock}", "--terminate",
+             "--log", f"file={os.path.abspath(os.path.join(self.tpm, 'swtpm.log'))}"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock):
+            if self._swtpm.poll() is not None:
+                raise VMError(f"swtpm ended: {self._swtpm.stderr.read().decode()}")
+            if time.monotonic() > deadline:
+                raise VMError("swtpm made no socket in 30 s")
+            time.sleep(0.05)
+
+    def stop_tpm(self):
+        """The TPM goes away under the running machine (swtpm killed)."""
+        if self._swtpm and self._swtpm.poll() is None:
+            self._swtpm.kill()
+            self._swtpm.wait()
 
     def start(self):
         if self._proc:
             raise VMError("VM already started")
         if not os.path.exists(self.disk):
             raise FileNotFoundError(f"disk image not found: {self.disk}")
+        self._tmpdir = tempfile.mkdtemp(prefix="nmbl-vm-")
         if self.vars_file is None:
-            self._tmpdir = tempfile.mkdtemp(prefix="nmbl-vm-")
+            self._own_vars = True
             self.vars_file = os.path.join(self._tmpdir, "OVMF_VARS.fd")
         if not os.path.exists(self.vars_file):
             shutil.copyfile(self.ovmf_vars, self.vars_file)
+        if self.tpm:
+            self._start_swtpm()
         self._log = open(self.log_file, "wb") if self.log_file else None
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE,
@@ -246,10 +297,16 @@ class VM:
         if self._log:
             self._log.close()
             self._log = None
+        if self._swtpm:
+            if self._swtpm.poll() is None:
+                self._swtpm.terminate()
+            self._swtpm.wait()
+            self._swtpm = None
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
-            self.vars_file = None
+            if self._own_vars:
+                self.vars_file = None
         _running.discard(self)
 
     def __enter__(self):
