@@ -48,6 +48,17 @@ void nmbl_set_log_priority(struct nmbl_ctx *ctx, int priority);
 int nmbl_mount_partition(struct nmbl_ctx *ctx, const char *disk,
 			 uint64_t start, char **ret_mountpoint);
 int nmbl_umount_all(struct nmbl_ctx *ctx);
+/*
+ * Where GRUB's EFI image would start from on the ESP the firmware started
+ * nmbl from (LoaderDevicePartUUID): the first of the N_DIRS directories
+ * DIRS ("/EFI/fedora", ...) that holds a grub.cfg there.  *RET_DISK is the
+ * ESP's disk ("/dev/vda"), *RET_PARTITION GRUB's name for the partition
+ * on it ("gpt1", "msdos1"), both malloc'ed, *RET_DIR the directory, one of
+ * DIRS.  -ENOENT when none holds one, or nmbl was not started from a
+ * partition Linux shows; the ESP is left as it was found (unmounted).
+ */
+int nmbl_find_esp_grub_dir(struct nmbl_ctx *ctx, const char *const *dirs, size_t n_dirs,
+			   char **ret_disk, char **ret_partition, const char **ret_dir);
 
 /*
  * Load the kernel modules ALIAS names ("fs-ext4", "ext4", a device's

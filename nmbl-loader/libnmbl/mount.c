@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -433,4 +434,156 @@ NMBL_EXPORT int nmbl_umount_all(struct nmbl_ctx *ctx)
 		free(m);
 	}
 	return r;
+}
+
+/* GRUB's name for a partition table libblkid reports: "gpt", "msdos". */
+static int grub_table_name(const char *dev, const char **ret)
+{
+	_cleanup_blkid_probe_ blkid_probe pr = NULL;
+	const char *type;
+	int r;
+
+	errno = 0;
+	pr = blkid_new_probe_from_filename(dev);
+	if (!pr)
+		return errno > 0 ? -errno : -ENOMEM;
+	if (blkid_probe_enable_superblocks(pr, 0) < 0 || blkid_probe_enable_partitions(pr, 1) < 0)
+		return -ENOMEM;
+	r = blkid_do_safeprobe(pr);
+	if (r != 0 || blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL) < 0)
+		return -ENOTBLK;
+	if (strcmp(type, "gpt") == 0)
+		*ret = "gpt";
+	else if (strcmp(type, "dos") == 0)
+		*ret = "msdos";
+	else
+		return -ENOTBLK;
+	return 0;
+}
+
+/* PART's disk ("vda" for "vda1"), from the partition's place in sysfs. */
+static int parent_disk(const struct nmbl_ctx *ctx, const char *part, char ret[NMBL_NAME_MAX])
+{
+	_cleanup_free_ char *link = NULL, *path = NULL;
+	char target[PATH_MAX];
+	const char *slash, *prev;
+	ssize_t n;
+
+	if (asprintf(&path, "%s/sys/class/block/%s", ctx->root, part) < 0)
+		return -ENOMEM;
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	/* ".../block/vda/vda1" */
+	slash = strrchr(target, '/');
+	if (!slash || slash == target)
+		return -ENODEV;
+	for (prev = slash - 1; prev > target && *prev != '/'; prev--)
+		;
+	if ((size_t)(slash - prev - 1) >= NMBL_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(ret, prev + 1, (size_t)(slash - prev - 1));
+	ret[slash - prev - 1] = '\0';
+	return nmbl_valid_block_name(ret) ? 0 : -ENODEV;
+}
+
+static int read_partition_u64(const struct nmbl_ctx *ctx, const char *part, const char *what,
+			      uint64_t *ret)
+{
+	char path[sizeof("/sys/class/block//") + NMBL_NAME_MAX + 16];
+
+	snprintf(path, sizeof(path), "/sys/class/block/%s/%s", part, what);
+	return nmbl_read_u64(ctx, path, ret);
+}
+
+/* The mount nmbl_mount_partition() made at PATH, undone. */
+static void umount_ours(struct nmbl_ctx *ctx, const char *path)
+{
+	for (struct nmbl_mount **m = &ctx->mounts; *m; m = &(*m)->next) {
+		struct nmbl_mount *found = *m;
+
+		if (strcmp(found->path, path) != 0)
+			continue;
+		(void)nmbl_sys_umount(found->path);
+		*m = found->next;
+		free(found->path);
+		free(found);
+		return;
+	}
+}
+
+NMBL_EXPORT int nmbl_find_esp_grub_dir(struct nmbl_ctx *ctx, const char *const *dirs,
+				       size_t n_dirs, char **ret_disk, char **ret_partition,
+				       const char **ret_dir)
+{
+	_cleanup_free_ char *uuid = NULL, *link = NULL, *dev = NULL, *disk = NULL, *mnt = NULL,
+			    *partition = NULL;
+	char part[NMBL_NAME_MAX], name[NMBL_NAME_MAX], *resolved;
+	const char *table, *found = NULL;
+	uint64_t number, start;
+	bool was_mounted;
+	int r;
+
+	if (!ctx || (n_dirs && !dirs) || !ret_disk || !ret_partition || !ret_dir)
+		return -EINVAL;
+	r = nmbl_get_loader_device_partuuid(ctx, &uuid);
+	if (r < 0)
+		return r == -ENOENT || r == -EBADMSG ? -ENOENT : r;
+	if (asprintf(&link, "%s/dev/disk/by-partuuid/%s", ctx->root, uuid) < 0)
+		return -ENOMEM;
+	resolved = realpath(link, NULL);
+	if (!resolved)
+		return errno == ENOENT ? -ENOENT : -errno;
+	snprintf(part, sizeof(part), "%s", strrchr(resolved, '/') + 1);
+	free(resolved);
+	if (!nmbl_valid_block_name(part))
+		return -ENOENT;
+	r = parent_disk(ctx, part, name);
+	if (r < 0)
+		return r;
+	r = read_partition_u64(ctx, part, "partition", &number);
+	if (r >= 0)
+		r = read_partition_u64(ctx, part, "start", &start);
+	if (r < 0)
+		return r;
+	if (asprintf(&dev, "%s/dev/%s", ctx->root, name) < 0 ||
+	    asprintf(&disk, "/dev/%s", name) < 0)
+		return -ENOMEM;
+	r = grub_table_name(dev, &table);
+	if (r < 0)
+		return r;
+	if (asprintf(&partition, "%s%" PRIu64, table, number) < 0)
+		return -ENOMEM;
+	{
+		_cleanup_free_ char *target = NULL;
+
+		if (asprintf(&target, "%s%s/%s", ctx->root, NMBL_MOUNT_DIR, part) < 0)
+			return -ENOMEM;
+		was_mounted = already_ours(ctx, target);
+	}
+	r = nmbl_mount_partition(ctx, disk, start, &mnt);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_dirs && !found; i++) {
+		_cleanup_free_ char *cfg = NULL;
+		struct stat st;
+
+		if (asprintf(&cfg, "%s%s/grub.cfg", mnt, dirs[i]) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (stat(cfg, &st) == 0 && S_ISREG(st.st_mode))
+			found = dirs[i];
+	}
+	if (!was_mounted)
+		umount_ours(ctx, mnt);
+	if (r < 0)
+		return r;
+	if (!found)
+		return -ENOENT;
+	*ret_disk = TAKE_PTR(disk);
+	*ret_partition = TAKE_PTR(partition);
+	*ret_dir = found;
+	return 0;
 }

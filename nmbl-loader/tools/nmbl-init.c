@@ -473,14 +473,15 @@ static void run_pre_menu(void)
 
 /* grub-emu reaches the disks through a device map, the way GRUB's EFI image
  * reaches them through the firmware: every disk Linux sees is (hdN), in
- * the kernel's order. */
-static int write_device_map(void)
+ * the kernel's order.  Returns the number of DISK ("/dev/vda") in it, -1
+ * when it has none such, or -errno. */
+static int write_device_map(const char *disk)
 {
 	static const char *const skip[] = { "loop", "ram", "zram", "sr", "fd", "nbd", "dm-",
 					    "md" };
 	struct dirent **list;
 	FILE *f;
-	int n, hd = 0;
+	int n, hd = 0, found = -1;
 
 	(void)mkdir(RUN_DIR, 0755);
 	f = fopen(DEVICE_MAP, "we");
@@ -496,14 +497,24 @@ static int write_device_map(void)
 		for (size_t s = 0; ok && s < ELEMENTSOF(skip); s++)
 			ok = strncmp(name, skip[s], strlen(skip[s])) != 0;
 		snprintf(dev, sizeof(dev), "/dev/%s", name);
-		if (ok && stat(dev, &st) == 0 && S_ISBLK(st.st_mode))
+		if (ok && stat(dev, &st) == 0 && S_ISBLK(st.st_mode)) {
+			if (disk && strcmp(dev, disk) == 0)
+				found = hd;
 			fprintf(f, "(hd%d) %s\n", hd++, dev);
+		}
 		free(list[i]);
 	}
 	if (n >= 0)
 		free(list);
-	return fclose(f) < 0 ? -errno : 0;
+	return fclose(f) < 0 ? -errno : found;
 }
+
+/* Where the distributions' GRUB starts on EFI: its own directory on the
+ * ESP, holding the stub grub.cfg that grub-install or the package wrote. */
+static const char *const esp_grub_dirs[] = {
+	"/EFI/fedora", "/EFI/redhat", "/EFI/centos", "/EFI/rocky", "/EFI/almalinux",
+	"/EFI/debian", "/EFI/ubuntu", "/EFI/opensuse",
+};
 
 /* Whether the menu is to lock GRUB down, as GRUB's EFI image does under
  * Secure Boot.  Fails closed: GRUB stays unlocked only when the machine did
@@ -523,14 +534,38 @@ static bool menu_locked_down(struct nmbl_ctx *ctx)
 	return statfs(EFIVARS, &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
 }
 
+/*
+ * The menu starts where GRUB's EFI image would: on the ESP the firmware
+ * started nmbl from, in the distribution's directory, whose grub.cfg (the
+ * stub) GRUB's normal mode reads first, with $cmdpath naming that
+ * directory.  Then what GRUB measures is what nmbl's grub-emu measures.
+ * Without such a directory, nmbl's own first configuration looks for a
+ * grub.cfg on every file system.
+ */
 static int run_menu(struct nmbl_ctx *ctx)
 {
-	char *argv[] = { CONSOLE, MENU, "--kexec", "--device-map=" DEVICE_MAP, "--root=host",
-			 "--directory=" MENU_CONFIG_DIR, NULL, NULL };
-	int r = write_device_map();
+	char root[64] = "--root=host", dir[64] = "--directory=" MENU_CONFIG_DIR, cmdpath[128];
+	char *argv[] = { CONSOLE, MENU, "--kexec", "--device-map=" DEVICE_MAP, root, dir,
+			 NULL, NULL };
+	_cleanup_free_ char *disk = NULL, *part = NULL;
+	const char *grub_dir = NULL;
+	int r, hd;
 
-	if (r < 0)
-		say("cannot write %s: %s", DEVICE_MAP, strerror(-r));
+	r = nmbl_find_esp_grub_dir(ctx, esp_grub_dirs, ELEMENTSOF(esp_grub_dirs), &disk, &part,
+				   &grub_dir);
+	if (r < 0 && r != -ENOENT)
+		say("cannot look for GRUB's directory on the ESP: %s", strerror(-r));
+	hd = write_device_map(disk);
+	if (hd < -1)
+		say("cannot write %s: %s", DEVICE_MAP, strerror(-hd));
+	if (r == 0 && hd >= 0) {
+		snprintf(root, sizeof(root), "--root=hd%d,%s", hd, part);
+		snprintf(dir, sizeof(dir), "--directory=%s", grub_dir);
+		snprintf(cmdpath, sizeof(cmdpath), "(hd%d,%s)%s", hd, part, grub_dir);
+		setenv("NMBL_GRUB_CMDPATH", cmdpath, 1);
+	} else {
+		unsetenv("NMBL_GRUB_CMDPATH");
+	}
 	if (menu_locked_down(ctx))
 		argv[ELEMENTSOF(argv) - 2] = "--lockdown";
 	return run(argv, -1);

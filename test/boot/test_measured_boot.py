@@ -64,6 +64,18 @@ def disk_initrd_changed():
 
 
 @functools.cache
+def disk_with_stub():
+    """The same machine with the stub Debian's grub-install writes on the
+    ESP, where GRUB's EFI image starts."""
+    stub = build_path("test", "measured-stub.cfg")
+    with open(stub, "w") as f:
+        f.write(f"search.fs_uuid {BOOT_UUID} root\nset prefix=($root)'/grub'\n"
+                "configfile $prefix/grub.cfg\n")
+    return make_disk("measured-stub", grub_cfg(), boot_files(build_path("test", "target-initrd.img")),
+                     esp_files={"EFI/debian/grub.cfg": stub})
+
+
+@functools.cache
 def tpm(banks):
     return make_tpm_state(build_path("test", "tpm-" + "-".join(banks)), banks)
 
@@ -180,6 +192,21 @@ def test_kexec_logs_replay_to_the_pcrs_and_say_what_booted():
     # explain its PCR 10.
     assert report.files["/run/log/nmbl/ima-binary-runtime-measurements"], \
         "no copy of nmbl's IMA list reached the target"
+
+
+def test_started_as_grub_on_efi_measures_what_grub_measures():
+    """With the distribution's stub on the ESP, grub-emu starts where
+    GRUB's EFI image starts: the first things measured are the stub and
+    its commands, as GRUB measures them, and nothing of nmbl's own."""
+    report, cmdline, _ = boot("stub", image=disk_with_stub())
+    assert "nmbl.entry=a" in cmdline, cmdline
+    mine = check_replays(report, measured.NMBL_JSON_LOG_KEXEC)
+    pcr8, pcr9 = texts(mine, 8), texts(mine, 9)
+    assert pcr9[:2] == ["(hd0,gpt1)/EFI/debian/grub.cfg", "(hd0,gpt2)/grub/grub.cfg"], pcr9
+    assert pcr8[:3] == [f"grub_cmd: search.fs_uuid {BOOT_UUID} root",
+                        "grub_cmd: set prefix=(hd0,gpt2)/grub",
+                        "grub_cmd: configfile (hd0,gpt2)/grub/grub.cfg"], pcr8
+    assert not [t for t in pcr8 if "nmbl_" in t], pcr8
 
 
 def test_same_entry_twice_gives_the_same_pcrs():
