@@ -15,13 +15,11 @@
 
 #include "nmbl-private.h"
 
-int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37])
+int nmbl_probe_partition_table(const char *dev, blkid_probe *ret_probe, const char **ret_type)
 {
 	_cleanup_blkid_probe_ blkid_probe pr = NULL;
-	blkid_partlist list;
-	blkid_parttable table;
-	const char *type, *uuid;
-	int r, n;
+	const char *type;
+	int r;
 
 	errno = 0;
 	pr = blkid_new_probe_from_filename(dev);
@@ -39,8 +37,25 @@ int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37])
 	 * one): the firmware goes by the MBR. */
 	if (r == -2)
 		return -EBADMSG;
-	if (r == 1 || blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL) < 0 ||
-	    strcmp(type, "gpt") != 0)
+	if (r == 1 || blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL) < 0)
+		return -ENOTBLK;
+	*ret_type = type;
+	*ret_probe = TAKE_PTR(pr);
+	return 0;
+}
+
+int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37])
+{
+	_cleanup_blkid_probe_ blkid_probe pr = NULL;
+	blkid_partlist list;
+	blkid_parttable table;
+	const char *type, *uuid;
+	int r, n;
+
+	r = nmbl_probe_partition_table(dev, &pr, &type);
+	if (r < 0)
+		return r;
+	if (strcmp(type, "gpt") != 0)
 		return -ENOTBLK;
 	list = blkid_probe_get_partitions(pr);
 	table = list ? blkid_partlist_get_table(list) : NULL;

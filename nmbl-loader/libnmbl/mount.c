@@ -436,22 +436,16 @@ NMBL_EXPORT int nmbl_umount_all(struct nmbl_ctx *ctx)
 	return r;
 }
 
-/* GRUB's name for a partition table libblkid reports: "gpt", "msdos". */
+/* GRUB's name for DEV's partition table: "gpt", "msdos". */
 static int grub_table_name(const char *dev, const char **ret)
 {
 	_cleanup_blkid_probe_ blkid_probe pr = NULL;
 	const char *type;
 	int r;
 
-	errno = 0;
-	pr = blkid_new_probe_from_filename(dev);
-	if (!pr)
-		return errno > 0 ? -errno : -ENOMEM;
-	if (blkid_probe_enable_superblocks(pr, 0) < 0 || blkid_probe_enable_partitions(pr, 1) < 0)
-		return -ENOMEM;
-	r = blkid_do_safeprobe(pr);
-	if (r != 0 || blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL) < 0)
-		return -ENOTBLK;
+	r = nmbl_probe_partition_table(dev, &pr, &type);
+	if (r < 0)
+		return r;
 	if (strcmp(type, "gpt") == 0)
 		*ret = "gpt";
 	else if (strcmp(type, "dos") == 0)

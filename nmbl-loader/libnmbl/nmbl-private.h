@@ -204,6 +204,10 @@ int nmbl_probe_device(const struct nmbl_ctx *ctx, const char *dev,
  * checked, the backup header when the primary is damaged (bootnext.c).
  * -ENOTBLK when DEV has no valid GPT, -ENXIO when no entry starts there. */
 int nmbl_gpt_partuuid(const char *dev, uint64_t start, char ret[37]);
+/* DEV's partition table as libblkid reads it: the probe, which holds its
+ * partitions, and its type ("gpt", "dos"); -ENOTBLK without one, -EBADMSG
+ * for two that disagree. */
+int nmbl_probe_partition_table(const char *dev, blkid_probe *ret_probe, const char **ret_type);
 
 /* The module of file system FSTYPE ("fs-FSTYPE") and what it needs,
  * loaded here rather than by the kernel starting modprobe at the mount;
