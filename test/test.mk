@@ -179,7 +179,7 @@ TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/i
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
 	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi \
 	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi $(T)/nmbl-unsigned.efi \
-	$(T)/floor.efi $(T)/kexec-floor.efi $(T)/grubx64.efi $(T)/uki-entry-2.9.efi \
+	$(T)/floor.efi $(T)/kexec-floor.efi $(T)/grubx64.efi $(T)/grub-debian-prefix.efi $(T)/uki-entry-2.9.efi \
 	$(T)/uki-entry-2.10.efi
 
 # The watchdog's tests (test/boot/test_watchdog.py): nmbl whose watchdog

@@ -27,6 +27,14 @@ $(T)/kexec-floor.img: $(T)/kexec-floor-init $(T)/vmlinuz-test $(T)/target-initrd
 $(T)/kexec-floor.efi: $(T)/vmlinuz-test $(T)/kexec-floor.img $(NMBL_MKUKI_DEPS)
 	$(call MKUKI,$(T)/vmlinuz-test,$(T)/kexec-floor.img,$(NMBL_CMDLINE))
 GRUB_EFI_DIR ?= /usr/lib/grub/x86_64-efi
+# GRUB as a distribution installs it on EFI, for the measured-boot tests:
+# its modules built in, no configuration of its own, started from the ESP
+# with its prefix the distribution's directory there, whose stub it reads
+# first (and measures, with the tpm module).
+$(T)/grub-debian-prefix.efi: test/bench/grub-modules
+	@mkdir -p $(@D)
+	grub-mkimage -O x86_64-efi -d $(GRUB_EFI_DIR) -p /EFI/debian -o $@ \
+		$$(cat test/bench/grub-modules)
 $(T)/grubx64.efi: test/bench/grub-modules test/bench/grub-bootstrap.cfg
 	@mkdir -p $(@D)
 	grub-mkstandalone -O x86_64-efi -d $(GRUB_EFI_DIR) \
