@@ -23,13 +23,15 @@ INSTALL = install
 # The kernel-install plugin, when the tree has it.
 KERNEL_PLUGIN = $(wildcard specs/95-nmbl.install)
 # What install puts in directories of its own, which uninstall removes.
-NMBL_DIRS = $(LIBEXECDIR)/nmbl $(DATADIR)/nmbl $(DRACUTDIR)/modules.d/97nmbl $(SYSCONFDIR)/nmbl
+NMBL_DIRS = $(LIBEXECDIR)/nmbl $(DATADIR)/nmbl $(DRACUTDIR)/modules.d/97nmbl \
+	$(DRACUTDIR)/modules.d/96nmbl-handover $(SYSCONFDIR)/nmbl
 INSTALLED = $(BINDIR)/nmbl $(LIBDIR)/libnmbl.so.1 $(LIBDIR)/libnmbl.so \
 	$(INCLUDEDIR)/libnmbl.h $(PKGCONFIGDIR)/libnmbl.pc \
 	$(MANDIR)/man8/nmbl.8 $(MANDIR)/man8/nmbl-init.8 $(MANDIR)/man3/libnmbl.3 \
 	$(addprefix $(LIBEXECDIR)/nmbl/,grub-emu nmbl-init nmbl-console mkuki run-dracut) \
 	$(DATADIR)/nmbl/os-release $(DATADIR)/nmbl/sbat.csv \
 	$(DRACUTDIR)/modules.d/97nmbl/module-setup.sh $(DRACUTDIR)/modules.d/97nmbl/grub.cfg \
+	$(addprefix $(DRACUTDIR)/modules.d/96nmbl-handover/,module-setup.sh nmbl-handover.sh) \
 	$(KERNELINSTALLDIR)/95-nmbl.install \
 	$(SYSTEMDUNITDIR)/nmbl-bless.service $(PRESETDIR)/90-nmbl.preset
 
@@ -70,6 +72,9 @@ install: all
 	$(INSTALL) -m 0644 dracut/os-release dracut/sbat.csv $(DESTDIR)$(DATADIR)/nmbl/
 	$(INSTALL) -m 0755 $(INSTALL_SUBST)/module-setup.sh $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
 	$(INSTALL) -m 0644 $(NMBL_MODULE)/grub.cfg $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
+	$(INSTALL) -m 0755 dracut/modules.d/96nmbl-handover/module-setup.sh \
+		dracut/modules.d/96nmbl-handover/nmbl-handover.sh \
+		$(DESTDIR)$(DRACUTDIR)/modules.d/96nmbl-handover/
 	$(if $(KERNEL_PLUGIN),sed $(PLUGIN_SUBST) $(KERNEL_PLUGIN) >$(INSTALL_SUBST)/95-nmbl.install)
 	$(if $(KERNEL_PLUGIN),$(INSTALL) -m 0755 $(INSTALL_SUBST)/95-nmbl.install $(DESTDIR)$(KERNELINSTALLDIR)/)
 	$(INSTALL) -m 0644 $(INSTALL_SUBST)/nmbl-bless.service $(DESTDIR)$(SYSTEMDUNITDIR)/

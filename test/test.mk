@@ -88,7 +88,7 @@ $(T)/target-root/sbin/init: $(T)/target-init test/target/mkroot $(BUILD)/nmbl
 	rm -rf $(T)/target-root
 	test/target/mkroot $(T)/target-root $< $(BUILD)/nmbl
 
-$(T)/target-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(BUILD)/kernel/kver
+$(T)/target-initrd.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(wildcard dracut/modules.d/96nmbl-handover/*) $(BUILD)/kernel/kver
 	@mkdir -p $(@D)
 	test/target/mkinitrd $(KERNEL_TREE) $(KVER_OF) $@
 

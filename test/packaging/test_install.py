@@ -70,6 +70,8 @@ def expected_files():
         f"{d['DATADIR']}/nmbl/sbat.csv": 0o644,
         f"{d['DRACUTDIR']}/modules.d/97nmbl/module-setup.sh": 0o755,
         f"{d['DRACUTDIR']}/modules.d/97nmbl/grub.cfg": 0o644,
+        f"{d['DRACUTDIR']}/modules.d/96nmbl-handover/module-setup.sh": 0o755,
+        f"{d['DRACUTDIR']}/modules.d/96nmbl-handover/nmbl-handover.sh": 0o755,
         f"{d['SYSTEMDUNITDIR']}/nmbl-bless.service": 0o644,
         f"{d['PRESETDIR']}/90-nmbl.preset": 0o644,
     }
@@ -127,7 +129,8 @@ def test_install_puts_each_file_where_the_directories_say():
         make("uninstall", f"DESTDIR={dest}", *dirs_args())
         assert installed(dest) == set(), sorted(installed(dest))
         for own in (f"{DIRS['LIBEXECDIR']}/nmbl", f"{DIRS['DATADIR']}/nmbl",
-                    f"{DIRS['DRACUTDIR']}/modules.d/97nmbl", f"{DIRS['SYSCONFDIR']}/nmbl"):
+                    f"{DIRS['DRACUTDIR']}/modules.d/97nmbl",
+                    f"{DIRS['DRACUTDIR']}/modules.d/96nmbl-handover", f"{DIRS['SYSCONFDIR']}/nmbl"):
             assert not os.path.exists(dest + own), own
         # Uninstalling what is not there is no error.
         make("uninstall", f"DESTDIR={dest}", *dirs_args())

@@ -161,6 +161,9 @@ def test_rpmbuild_makes_each_package_with_exactly_its_files():
     k, v = kver(), make_var("VERSION")
     want = {
         "nmbl": {"/usr/bin/nmbl", "/usr/lib64/libnmbl.so.1", "/usr/share/man/man8/nmbl.8",
+                 "/usr/lib/dracut/modules.d/96nmbl-handover",
+                 "/usr/lib/dracut/modules.d/96nmbl-handover/module-setup.sh",
+                 "/usr/lib/dracut/modules.d/96nmbl-handover/nmbl-handover.sh",
                  f"/usr/share/doc/nmbl-{v}", f"/usr/share/doc/nmbl-{v}/README.md",
                  f"/usr/share/licenses/nmbl-{v}", f"/usr/share/licenses/nmbl-{v}/COPYING"},
         "nmbl-devel": {"/usr/include/libnmbl.h", "/usr/lib64/libnmbl.so",

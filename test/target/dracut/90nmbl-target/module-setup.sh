@@ -26,5 +26,4 @@ install() {
     # shellcheck disable=SC2154 # dracut sets moddir before calling us
     inst_hook cmdline 00 "$moddir/reboot-on-panic.sh"
     inst_hook pre-pivot 50 "$moddir/copy-initrd-markers.sh"
-    inst_hook pre-pivot 51 "$moddir/copy-handover.sh"
 }
