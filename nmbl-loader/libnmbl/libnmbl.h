@@ -146,6 +146,40 @@ int nmbl_measure(struct nmbl_ctx *ctx, unsigned pcr, const void *data, size_t le
  */
 int nmbl_measure_kernel(struct nmbl_ctx *ctx, const char *path, const char *name);
 int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name);
+
+/*
+ * The broker protocol (being built; nothing speaks it yet).  The menu,
+ * grub-emu, is to run without root's powers and ask nmbl's init for what
+ * needs them, one request per SOCK_SEQPACKET datagram on the socket whose
+ * descriptor NMBL_BROKER_FD_ENV names; every request is checked before it
+ * is done (the message format is broker.c's).  The fields of each:
+ *
+ *   MEASURE          PCR (8 or 9), description; the data in a memfd sent along
+ *   KERNEL, INITRD   disk, start sector, path on that partition, GRUB's name:
+ *                    opened on a partition the broker mounts, measured, held
+ *   BOOT             command line, entry id: load (or check) and hand over
+ *   CHAINLOAD        disk, start sector, path: BootNext, then reboot
+ *   FIRMWARE_SETUP   -: OsIndications, then reboot
+ *   ENTRY_REQUESTS   -: the Boot Loader Interface's one-shot and default
+ *                    entries (the one-shot taken), in the reply
+ *   MENU_SHOWN       -: the watchdog stops
+ *   GRUBENV_WRITE    disk, sector; the block in a memfd: only within the
+ *                    grubenv file's own blocks
+ */
+#define NMBL_BROKER_FD_ENV "NMBL_BROKER_FD"
+#define NMBL_BROKER_MESSAGE_MAX (128 * 1024)
+#define NMBL_BROKER_FIELDS_MAX 8
+enum nmbl_broker_request {
+	NMBL_BROKER_MEASURE = 1,
+	NMBL_BROKER_KERNEL,
+	NMBL_BROKER_INITRD,
+	NMBL_BROKER_BOOT,
+	NMBL_BROKER_CHAINLOAD,
+	NMBL_BROKER_FIRMWARE_SETUP,
+	NMBL_BROKER_ENTRY_REQUESTS,
+	NMBL_BROKER_MENU_SHOWN,
+	NMBL_BROKER_GRUBENV_WRITE,
+};
 /*
  * Whether nmbl_load() of KERNEL with CMDLINE would be accepted: the same
  * checks by the running kernel (the image's format, its signature against

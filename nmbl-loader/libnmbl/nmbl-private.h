@@ -411,6 +411,22 @@ int nmbl_tpm_parse_banks(const void *buf, size_t len, uint16_t *ret_algs, size_t
  */
 int nmbl_tpm_handover_cpio(struct nmbl_ctx *ctx, const char *phase, void **ret,
 			   size_t *ret_len);
+/*
+ * A broker message (broker.c): a request with its fields, pointing into
+ * the datagram parsed; -EBADMSG for one that breaks the protocol (an
+ * unknown request, fields of the wrong number or shape, bytes after
+ * them).  Building one from WORD (a request, or a reply's result) and N
+ * FIELDS into BUF of SIZE bytes: -E2BIG when they do not fit.
+ */
+struct nmbl_broker_message {
+	enum nmbl_broker_request request;
+	size_t n_fields;
+	const char *fields[NMBL_BROKER_FIELDS_MAX];
+};
+int nmbl_broker_parse(const void *buf, size_t len, struct nmbl_broker_message *ret);
+int nmbl_broker_build(uint32_t word, const char *const *fields, size_t n, void *buf,
+		      size_t size, size_t *ret_len);
+
 /* The held initrds dropped. */
 void nmbl_held_initrds_clear(struct nmbl_ctx *ctx);
 
