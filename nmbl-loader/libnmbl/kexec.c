@@ -163,7 +163,7 @@ static int open_measured_initrd(struct nmbl_ctx *ctx, const char *path, const ch
 		nmbl_dbg(ctx, "cannot open initrd '%s'", path);
 		return fd;
 	}
-	r = nmbl_tpm_present(ctx);
+	r = nmbl_tpm_measuring(ctx);
 	if (r <= 0) {
 		if (r == 0)
 			*ret_fd = TAKE_FD(fd);

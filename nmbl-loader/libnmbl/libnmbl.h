@@ -106,8 +106,10 @@ int nmbl_load(struct nmbl_ctx *ctx, const char *kernel,
 int nmbl_unload(struct nmbl_ctx *ctx);
 
 /*
- * Measured boot.  With a TPM 2.0, libnmbl extends PCRs as GRUB does on
- * EFI (EV_IPL events, every allocated bank) and appends each event to
+ * Measured boot, for a boot loader that asks for it (nmbl_set_measure();
+ * off in a new context, so that a program that only loads a kernel, such
+ * as nmbl(8) on an installed system, extends nothing).  With a TPM 2.0,
+ * libnmbl extends PCRs as GRUB does on EFI (EV_IPL events, every allocated bank) and appends each event to
  * systemd's userspace measurement log, NMBL_TPM_LOG, and to a binary TCG
  * event log, NMBL_TPM_EVENT_LOG, which starts as a copy of the firmware's:
  * both replay to the PCRs.  nmbl_load() and nmbl_check() measure into
@@ -120,6 +122,7 @@ int nmbl_unload(struct nmbl_ctx *ctx);
  * is measured; with one that cannot be reached or refuses an extension,
  * these calls fail and nothing is booted.
  */
+void nmbl_set_measure(struct nmbl_ctx *ctx, bool measure);
 #define NMBL_PCR_GRUB_STRINGS 8
 #define NMBL_PCR_GRUB_FILES 9
 #define NMBL_PCR_KERNEL_BOOT 11

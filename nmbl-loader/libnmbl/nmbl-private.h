@@ -48,8 +48,10 @@ struct nmbl_ctx {
 	} chosen;
 	/* libkmod's context, its indexes loaded once for every lookup. */
 	struct kmod_ctx *kmod;
-	/* The TPM measured into (tpm.c), opened on first use. */
+	/* The TPM measured into (tpm.c), opened on first use, and whether
+	 * the caller measures (nmbl_set_measure()). */
 	struct nmbl_tpm *tpm;
+	bool measure;
 	/* The initrds nmbl_measure_initrd() measured, held for the load:
 	 * each as the descriptor of what was measured. */
 	struct nmbl_held_file {
@@ -390,13 +392,15 @@ static inline void nmbl_hex_lower(char *s)
 void nmbl_modules_release(struct nmbl_ctx *ctx);
 
 /*
- * Measured boot (tpm.c).  Each returns 0 without a TPM 2.0, having done
- * nothing.  FD's contents into PCR as the file GRUB calls NAME, copied to
+ * Measured boot (tpm.c).  Each returns 0 without a TPM 2.0, or when the
+ * caller does not measure, having done nothing.  FD's contents into PCR as the file GRUB calls NAME, copied to
  * COPY_TO (unless -1) as they are hashed; a bare PCR 11 phase string, as
  * systemd-pcrphase measures one; the context's TPM closed.
  */
 int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name, int copy_to);
 int nmbl_measure_phase(struct nmbl_ctx *ctx, const char *phase);
+/* 1 when the caller measures and there is a TPM 2.0 to measure into. */
+int nmbl_tpm_measuring(struct nmbl_ctx *ctx);
 void nmbl_tpm_release(struct nmbl_ctx *ctx);
 /* The algorithms of the PCR banks a TPM2_GetCapability(TPM_CAP_PCRS)
  * response of LEN bytes says are allocated (a PCR selected), at most MAX;

@@ -289,6 +289,33 @@ NMBL_EXPORT int nmbl_tpm_present(struct nmbl_ctx *ctx)
 	return t->state == TPM_PRESENT;
 }
 
+NMBL_EXPORT void nmbl_set_measure(struct nmbl_ctx *ctx, bool measure)
+{
+	if (ctx)
+		ctx->measure = measure;
+}
+
+/* The TPM to measure into: 1 and *RET when the caller measures and there
+ * is one, 0 when not. */
+static int measuring_tpm(struct nmbl_ctx *ctx, struct nmbl_tpm **ret)
+{
+	int r;
+
+	if (!ctx->measure)
+		return 0;
+	r = tpm_open(ctx, ret);
+	if (r < 0)
+		return r;
+	return (*ret)->state == TPM_PRESENT;
+}
+
+int nmbl_tpm_measuring(struct nmbl_ctx *ctx)
+{
+	struct nmbl_tpm *t;
+
+	return measuring_tpm(ctx, &t);
+}
+
 /* Hashing contexts, one for each of the TPM's banks. */
 struct hashing {
 	size_t n;
@@ -666,8 +693,8 @@ NMBL_EXPORT int nmbl_measure(struct nmbl_ctx *ctx, unsigned pcr, const void *dat
 
 	if (!ctx || (!data && len) || !description || !valid_pcr(pcr))
 		return -EINVAL;
-	r = tpm_open(ctx, &t);
-	if (r < 0 || t->state != TPM_PRESENT)
+	r = measuring_tpm(ctx, &t);
+	if (r <= 0)
 		return r;
 	r = digest_buffer(t, data ? data : "", len, &d);
 	if (r < 0)
@@ -684,8 +711,8 @@ int nmbl_measure_phase(struct nmbl_ctx *ctx, const char *phase)
 			   .len = strlen(phase), .phase = phase };
 	int r;
 
-	r = tpm_open(ctx, &t);
-	if (r < 0 || t->state != TPM_PRESENT)
+	r = measuring_tpm(ctx, &t);
+	if (r <= 0)
 		return r;
 	/* systemd-pcrphase's digest: the string without its NUL. */
 	r = digest_buffer(t, phase, strlen(phase), &d);
@@ -709,8 +736,8 @@ int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name
 	struct event e;
 	int r;
 
-	r = tpm_open(ctx, &t);
-	if (r < 0 || t->state != TPM_PRESENT)
+	r = measuring_tpm(ctx, &t);
+	if (r <= 0)
 		return r;
 	r = hashing_start(t, &h);
 	if (r < 0)
@@ -807,10 +834,10 @@ int nmbl_tpm_handover_cpio(struct nmbl_ctx *ctx, const char *phase, void **ret, 
 	FILE *f;
 	int r;
 
-	r = tpm_open(ctx, &t);
+	r = measuring_tpm(ctx, &t);
 	if (r < 0)
 		return r;
-	if (t->state != TPM_PRESENT) {
+	if (r == 0) {
 		*ret = NULL;
 		*ret_len = 0;
 		return 0;

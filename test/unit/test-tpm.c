@@ -39,6 +39,7 @@ static struct nmbl_ctx *setup(const uint16_t *banks)
 		fixture_text("/sys/class/tpm/tpm0/tpm_version_major", "2\n");
 	}
 	CHECK_INT(nmbl_new(fixture_root(), &ctx), 0);
+	nmbl_set_measure(ctx, true);
 	return ctx;
 }
 
@@ -144,6 +145,24 @@ static void test_no_tpm_measures_nothing_and_boots(void)
 	CHECK_INT(fake.kexec_initrd_len, 5);
 	CHECK(access(fixture_path(NMBL_TPM_LOG), F_OK) < 0);
 	CHECK(access(fixture_path(NMBL_TPM_EVENT_LOG), F_OK) < 0);
+	nmbl_unref(ctx);
+}
+
+/* A program that does not ask to measure (nmbl(8) on an installed system)
+ * extends nothing, though there is a TPM. */
+static void test_caller_that_does_not_measure_extends_nothing(void)
+{
+	struct nmbl_ctx *ctx = setup((const uint16_t[]){ SHA256, 0 });
+	const char *initrds[] = { initrd_a };
+
+	nmbl_set_measure(ctx, false);
+	CHECK_INT(nmbl_tpm_present(ctx), 1);
+	CHECK_INT(nmbl_measure(ctx, 8, "x", 1, "grub_cmd: x"), 0);
+	CHECK_INT(nmbl_load(ctx, kernel, initrds, 1, "root=x"), 0);
+	CHECK_INT(nmbl_exec(ctx), 0);
+	CHECK_INT(fake.tpm_extends, 0);
+	CHECK_INT(fake.kexec_initrd_len, 5);
+	CHECK(access(fixture_path(NMBL_TPM_LOG), F_OK) < 0);
 	nmbl_unref(ctx);
 }
 
@@ -331,6 +350,7 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_no_tpm_measures_nothing_and_boots,
+		test_caller_that_does_not_measure_extends_nothing,
 		test_announced_tpm_out_of_reach_refuses_the_boot,
 		test_tpm12_is_not_measured_into,
 		test_bank_nmbl_cannot_hash_refuses,
