@@ -312,6 +312,12 @@ def virt_install(name, disk, *, nvram_template, serial_log, memory=1024, cpu="mo
     directory.  EXTRA: more virt-install arguments.  Returns the Domain."""
     if name in defined():
         raise VirtError(f"a domain named {name} exists already (virsh undefine --nvram {name})")
+    # A variable store of a domain that never got defined (a virt-install
+    # that failed) stays behind, and libvirt would take it over the
+    # template: the firmware would look for another disk's partitions.
+    stale = f"/var/lib/libvirt/qemu/nvram/{name}_VARS.fd"
+    if os.path.exists(stale):
+        os.unlink(stale)
     if serial_log is None and workdir is None:
         raise ValueError("a pty console needs WORKDIR for the overlay")
     workdir = os.path.abspath(workdir or os.path.dirname(serial_log))
