@@ -831,6 +831,7 @@ int nmbl_tpm_handover_cpio(struct nmbl_ctx *ctx, const char *phase, void **ret, 
 			   .len = strlen(phase), .phase = phase };
 	struct nmbl_tpm *t;
 	struct digests d;
+	bool started;
 	FILE *f;
 	int r;
 
@@ -849,8 +850,18 @@ int nmbl_tpm_handover_cpio(struct nmbl_ctx *ctx, const char *phase, void **ret, 
 		r = binary_record(&e, &d, &brec, &blen);
 	if (r < 0)
 		return r;
-	/* A binary log not started yet starts as start_binary_log() would. */
-	if (nmbl_read_file(ctx, FIRMWARE_LOG, FIRMWARE_LOG_MAX, &fw, &fw_len) < 0 || fw_len == 0) {
+	/* A binary log not started yet starts as start_binary_log() would;
+	 * one started (the kernel was measured) is not read twice. */
+	{
+		_cleanup_free_ char *path = nmbl_path(ctx, NMBL_TPM_EVENT_LOG);
+		struct stat st;
+
+		if (!path)
+			return -ENOMEM;
+		started = stat(path, &st) == 0 && st.st_size > 0;
+	}
+	if (!started && (nmbl_read_file(ctx, FIRMWARE_LOG, FIRMWARE_LOG_MAX, &fw, &fw_len) < 0 ||
+			 fw_len == 0)) {
 		r = spec_id_event(t, &hdr, &hdr_len);
 		if (r < 0)
 			return r;
