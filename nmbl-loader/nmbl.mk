@@ -3,7 +3,7 @@
 #   $(BUILD)/libnmbl.a, $(BUILD)/libnmbl.so.1  the library, from libnmbl/
 #   $(BUILD)/nmbl, nmbl-init, nmbl-console     the programs, from tools/
 
-LIB_SRCS = authenticode.c bli.c broker.c bootnext.c cmdline.c ctx.c direct.c efivar.c firmware.c identity.c image.c kexec.c loadopt.c lockdown.c modules.c mount.c pe.c sign.c slots.c strerror.c switch-root.c sys.c tpm.c uevent.c utf16.c watchdog.c
+LIB_SRCS = authenticode.c bli.c broker.c bootnext.c cmdline.c contain.c ctx.c direct.c efivar.c firmware.c identity.c image.c kexec.c loadopt.c lockdown.c modules.c mount.c pe.c sign.c slots.c strerror.c switch-root.c sys.c tpm.c uevent.c utf16.c watchdog.c
 LIBS_NMBL = -lcrypto -lkmod -lblkid
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/libnmbl/%.o)
 
@@ -27,7 +27,9 @@ $(BUILD)/nmbl: $(BUILD)/nmbl-loader/tools/nmbl.o $(BUILD)/libnmbl.a
 $(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/tools/nmbl-init.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
 
-$(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/tools/nmbl-console.o
+# It contains the menu with libnmbl's nmbl_contain_menu(), which needs
+# nothing else of the library.
+$(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/tools/nmbl-console.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 -include $(wildcard $(BUILD)/nmbl-loader/*/*.d)

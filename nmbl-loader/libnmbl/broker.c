@@ -9,9 +9,20 @@
  * number of fields, each field a shape; whatever breaks them is -EBADMSG,
  * and the request is refused whole.
  */
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include "nmbl-private.h"
 
@@ -27,17 +38,17 @@ enum field {
 static const struct {
 	bool known;
 	unsigned n;
-	enum field fields[4];
+	enum field fields[5];
 } requests[] = {
 	[NMBL_BROKER_MEASURE] = { true, 2, { F_PCR, F_TEXT } },
 	[NMBL_BROKER_KERNEL] = { true, 4, { F_DISK, F_SECTOR, F_PATH, F_TEXT } },
-	[NMBL_BROKER_INITRD] = { true, 4, { F_DISK, F_SECTOR, F_PATH, F_TEXT } },
+	[NMBL_BROKER_INITRD] = { true, 5, { F_DISK, F_SECTOR, F_PATH, F_TEXT, F_SECTOR } },
 	[NMBL_BROKER_BOOT] = { true, 2, { F_CMDLINE, F_TEXT } },
 	[NMBL_BROKER_CHAINLOAD] = { true, 3, { F_DISK, F_SECTOR, F_PATH } },
 	[NMBL_BROKER_FIRMWARE_SETUP] = { true, 0, { 0 } },
 	[NMBL_BROKER_ENTRY_REQUESTS] = { true, 0, { 0 } },
 	[NMBL_BROKER_MENU_SHOWN] = { true, 0, { 0 } },
-	[NMBL_BROKER_GRUBENV_WRITE] = { true, 2, { F_DISK, F_SECTOR } },
+	[NMBL_BROKER_GRUBENV_WRITE] = { true, 3, { F_DISK, F_SECTOR, F_PATH } },
 };
 _Static_assert(ELEMENTSOF(requests[0].fields) <= NMBL_BROKER_FIELDS_MAX, "fields");
 
@@ -136,4 +147,648 @@ int nmbl_broker_build(uint32_t word, const char *const *fields, size_t n, void *
 	}
 	*ret_len = (size_t)(p - (char *)buf);
 	return 0;
+}
+
+/* The reply's strings, at most. */
+#define REPLY_FIELDS_MAX 3
+/* What a request may send along: sealed, so that what the broker reads
+ * cannot change or vanish under it. */
+#define DATA_SEALS (F_SEAL_SHRINK | F_SEAL_WRITE)
+/* GRUB's environment block: its first line, and its size (one KiB as
+ * grub-editenv makes it; GRUB writes back whatever size it found). */
+#define ENVBLK_SIGNATURE "# GRUB Environment Block\n"
+#define ENVBLK_MAX (64 * 1024)
+#define FIEMAP_EXTENTS_MAX 16
+
+static int send_message(int fd, uint32_t word, const char *const *fields, size_t n,
+			int data_fd)
+{
+	_cleanup_free_ char *buf = malloc(NMBL_BROKER_MESSAGE_MAX);
+	char control[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	size_t len;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = nmbl_broker_build(word, fields, n, buf, NMBL_BROKER_MESSAGE_MAX, &len);
+	if (r < 0)
+		return r;
+	iov = (struct iovec){ .iov_base = buf, .iov_len = len };
+	if (data_fd >= 0) {
+		struct cmsghdr *c;
+
+		msg.msg_control = control;
+		msg.msg_controllen = sizeof(control);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &data_fd, sizeof(int));
+	}
+	for (;;) {
+		ssize_t k = sendmsg(fd, &msg, MSG_NOSIGNAL);
+
+		if (k >= 0)
+			return 0;
+		if (errno != EINTR)
+			return errno == EPIPE ? -ECONNRESET : -errno;
+	}
+}
+
+/* One datagram into BUF (NMBL_BROKER_MESSAGE_MAX), and the descriptor
+ * sent with it, if one was (*RET_FD, else -1; any more are closed). 0 at
+ * the end of the conversation, -EBADMSG for a datagram cut short. */
+static ssize_t receive_message(int fd, void *buf, int *ret_fd)
+{
+	char control[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { .iov_base = buf, .iov_len = NMBL_BROKER_MESSAGE_MAX };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	ssize_t n;
+
+	*ret_fd = -1;
+	do
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		size_t k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*ret_fd < 0)
+				*ret_fd = got;
+			else
+				close(got);
+		}
+	}
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return -EBADMSG;
+	return n;
+}
+
+NMBL_EXPORT int nmbl_broker_call(int fd, enum nmbl_broker_request request,
+				 const char *const *fields, size_t n_fields, int data_fd,
+				 char **ret_reply, size_t n_reply)
+{
+	_cleanup_free_ char *buf = malloc(NMBL_BROKER_MESSAGE_MAX);
+	const char *p, *end;
+	char *got[REPLY_FIELDS_MAX] = { NULL };
+	uint32_t n;
+	int32_t result;
+	int extra = -1;
+	ssize_t len;
+	int r;
+
+	if (fd < 0 || n_reply > REPLY_FIELDS_MAX || (n_reply && !ret_reply))
+		return -EINVAL;
+	if (!buf)
+		return -ENOMEM;
+	r = send_message(fd, (uint32_t)request, fields, n_fields, data_fd);
+	if (r < 0)
+		return r;
+	len = receive_message(fd, buf, &extra);
+	if (extra >= 0)
+		close(extra);
+	if (len == 0)
+		return -ECONNRESET;
+	if (len < 0)
+		return (int)len;
+	if (len < 8)
+		return -EBADMSG;
+	memcpy(&result, buf, 4);
+	memcpy(&n, buf + 4, 4);
+	p = buf + 8;
+	end = buf + len;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t flen = strnlen(p, (size_t)(end - p));
+
+		if (p + flen == end)
+			goto bad;
+		if (i < n_reply && !(got[i] = strdup(p)))
+			goto nomem;
+		p += flen + 1;
+	}
+	if (p != end || result > 0x10000 || result < -4095)
+		goto bad;
+	for (size_t i = 0; i < n_reply; i++)
+		ret_reply[i] = got[i];
+	return result;
+bad:
+	r = -EBADMSG;
+	goto fail;
+nomem:
+	r = -ENOMEM;
+fail:
+	for (size_t i = 0; i < REPLY_FIELDS_MAX; i++)
+		free(got[i]);
+	return r;
+}
+
+struct nmbl_broker {
+	struct nmbl_ctx *ctx;
+	int fd;
+	/* The kernel KERNEL held, on nmbl's mount, and GRUB's name for it. */
+	char *kernel;
+	char *kernel_name;
+	char **initrds;
+	size_t n_initrds;
+	enum nmbl_broker_outcome outcome;
+	bool keep;
+};
+
+NMBL_EXPORT int nmbl_broker_new(struct nmbl_ctx *ctx, int fd, struct nmbl_broker **ret)
+{
+	struct nmbl_broker *b;
+
+	if (!ctx || fd < 0 || !ret)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->ctx = nmbl_ref(ctx);
+	b->fd = fd;
+	*ret = b;
+	return 0;
+}
+
+static void forget_initrds(struct nmbl_broker *b)
+{
+	for (size_t i = 0; i < b->n_initrds; i++)
+		free(b->initrds[i]);
+	free(b->initrds);
+	b->initrds = NULL;
+	b->n_initrds = 0;
+}
+
+static void forget_kernel(struct nmbl_broker *b)
+{
+	free(b->kernel);
+	free(b->kernel_name);
+	b->kernel = b->kernel_name = NULL;
+	forget_initrds(b);
+}
+
+NMBL_EXPORT struct nmbl_broker *nmbl_broker_free(struct nmbl_broker *b)
+{
+	if (!b)
+		return NULL;
+	if (!b->keep) {
+		if (b->outcome == NMBL_BROKER_KEXEC)
+			(void)nmbl_unload(b->ctx);
+		(void)nmbl_umount_all(b->ctx);
+	}
+	forget_kernel(b);
+	nmbl_unref(b->ctx);
+	free(b);
+	return NULL;
+}
+
+NMBL_EXPORT enum nmbl_broker_outcome nmbl_broker_get_outcome(const struct nmbl_broker *b)
+{
+	return b ? b->outcome : NMBL_BROKER_NOTHING;
+}
+
+NMBL_EXPORT void nmbl_broker_keep(struct nmbl_broker *b)
+{
+	if (b)
+		b->keep = true;
+}
+
+static uint64_t number_of(const char *s)
+{
+	/* Checked by nmbl_broker_parse(). */
+	return strtoull(s, NULL, 10);
+}
+
+/* A line in the kernel's log, which a direct boot hands on to the booted
+ * system's journal: how the system was booted. */
+static void kmsg(const struct nmbl_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void kmsg(const struct nmbl_ctx *ctx, const char *fmt, ...)
+{
+	_cleanup_free_ char *path = nmbl_path(ctx, "/dev/kmsg");
+	char line[1024];
+	va_list ap;
+	int n, fd;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || !path)
+		return;
+	n = n < (int)sizeof(line) - 2 ? n : (int)sizeof(line) - 2;
+	line[n] = '\n';
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n + 1) < 0)
+		nmbl_dbg(ctx, "cannot write to the kernel log");
+	close(fd);
+}
+
+/* The data a request sent along, mapped: a sealed file of at most MAX
+ * bytes.  *RET_LEN 0 maps nothing. */
+static int map_data(int fd, size_t max, void **ret, size_t *ret_len)
+{
+	struct stat st;
+	int seals;
+	void *p;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return -EBADMSG;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & DATA_SEALS) != DATA_SEALS)
+		return -EBADMSG;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	*ret_len = (size_t)st.st_size;
+	if (!st.st_size) {
+		*ret = NULL;
+		return 0;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*ret = p;
+	return 0;
+}
+
+static int do_measure(struct nmbl_broker *b, const struct nmbl_broker_message *m, int data)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int r = map_data(data, SIZE_MAX / 2, &buf, &len);
+
+	if (r < 0)
+		return r;
+	r = nmbl_measure(b->ctx, (unsigned)number_of(m->fields[0]), buf ? buf : "", len,
+			 m->fields[1]);
+	if (buf)
+		munmap(buf, len);
+	return r;
+}
+
+/* DISK's partition at START mounted, and PATH on it, malloc'ed. */
+static int host_path(struct nmbl_broker *b, const char *disk, const char *start,
+		     const char *path, char **ret)
+{
+	_cleanup_free_ char *mountpoint = NULL;
+	int r = nmbl_mount_partition(b->ctx, disk, number_of(start), &mountpoint);
+
+	if (r < 0)
+		return r;
+	if (asprintf(ret, "%s%s", mountpoint, path) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int do_kernel(struct nmbl_broker *b, const struct nmbl_broker_message *m)
+{
+	_cleanup_free_ char *path = NULL, *name = strdup(m->fields[3]);
+	int r;
+
+	forget_kernel(b);
+	if (!name)
+		return -ENOMEM;
+	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
+	if (r < 0)
+		return r;
+	r = nmbl_measure_kernel(b->ctx, path, name);
+	if (r < 0)
+		return r;
+	b->kernel = TAKE_PTR(path);
+	b->kernel_name = TAKE_PTR(name);
+	return 0;
+}
+
+static int do_initrd(struct nmbl_broker *b, const struct nmbl_broker_message *m)
+{
+	_cleanup_free_ char *path = NULL;
+	char **list;
+	int r;
+
+	if (!b->kernel)
+		return -ENOENT;
+	if (number_of(m->fields[4]) == 0)
+		forget_initrds(b);
+	list = reallocarray(b->initrds, b->n_initrds + 1, sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	b->initrds = list;
+	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
+	if (r < 0)
+		return r;
+	r = nmbl_measure_initrd(b->ctx, path, m->fields[3]);
+	if (r < 0)
+		return r;
+	b->initrds[b->n_initrds++] = TAKE_PTR(path);
+	return 0;
+}
+
+/* REPLY: what failed ("load", "root") and why, for a person. */
+static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
+		   char *reply[REPLY_FIELDS_MAX])
+{
+	const char *cmdline = m->fields[0], *entry = m->fields[1];
+	enum nmbl_boot_method method;
+	char *why = NULL;
+	bool direct;
+	int r;
+
+	if (!b->kernel)
+		return -ENOENT;
+	r = nmbl_choose_boot(b->ctx, b->kernel, cmdline, &method, &why);
+	if (r < 0)
+		method = NMBL_BOOT_KEXEC;
+	direct = method == NMBL_BOOT_DIRECT;
+	if (why)
+		kmsg(b->ctx, "<5>nmbl: booting %s by kexec: %s", b->kernel_name, why);
+	reply[1] = why;
+	/* Checked as for kexec either way; a direct boot needs the running
+	 * kernel's verdict on the kernel, not the kernel loaded. */
+	if (direct)
+		r = nmbl_check(b->ctx, b->kernel, cmdline);
+	else
+		r = nmbl_load(b->ctx, b->kernel, (const char *const *)b->initrds, b->n_initrds,
+			      cmdline);
+	if (r < 0) {
+		reply[0] = strdup("load");
+		free(reply[1]);
+		reply[1] = NULL;
+		(void)nmbl_explain_refusal(b->ctx, b->kernel, r, &reply[1]);
+		return r;
+	}
+	/* The booted system learns which entry booted it; no reason not to
+	 * boot. */
+	r = nmbl_set_loader_entry(b->ctx, *entry ? entry : NULL);
+	if (r < 0 && asprintf(&reply[2], "cannot record the boot entry for the booted system: %s",
+			      nmbl_strerror(r)) < 0)
+		reply[2] = NULL;
+	if (direct) {
+		r = nmbl_switch_root(b->ctx, cmdline);
+		if (r < 0) {
+			(void)nmbl_unload(b->ctx);
+			reply[0] = strdup("root");
+			return r;
+		}
+		kmsg(b->ctx, "<5>nmbl: booting %s without a second kernel: switching root",
+		     b->kernel_name);
+	}
+	reply[0] = strdup(direct ? "direct" : "kexec");
+	b->outcome = direct ? NMBL_BROKER_DIRECT : NMBL_BROKER_KEXEC;
+	return 0;
+}
+
+static int do_chainload(struct nmbl_broker *b, const struct nmbl_broker_message *m,
+			char *reply[REPLY_FIELDS_MAX])
+{
+	_cleanup_free_ char *path = NULL;
+	unsigned number = 0;
+	int fd, r;
+
+	/* The firmware checks the program; the broker, that it is there. */
+	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
+	if (r < 0)
+		return r;
+	fd = nmbl_open_regular(b->ctx, path);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	r = nmbl_set_boot_next(b->ctx, m->fields[0], number_of(m->fields[1]), m->fields[2],
+			       "nmbl chainloader", &number);
+	if (r == 0 || r == -ELOOP) {
+		if (asprintf(&reply[0], "%04X", number) < 0)
+			reply[0] = NULL;
+	}
+	if (r == 0)
+		b->outcome = NMBL_BROKER_REBOOT;
+	return r;
+}
+
+static int do_entry_requests(struct nmbl_broker *b, char *reply[REPLY_FIELDS_MAX])
+{
+	char *oneshot = NULL, *def = NULL;
+	int r = nmbl_take_loader_entry_requests(b->ctx, &oneshot, &def);
+
+	if (r < 0)
+		return r;
+	r = (oneshot ? 1 : 0) | (def ? 2 : 0);
+	reply[0] = oneshot ? oneshot : strdup("");
+	reply[1] = def ? def : strdup("");
+	return r;
+}
+
+static bool envblk_fs(int fd)
+{
+	struct statfs fs;
+
+	if (fstatfs(fd, &fs) < 0)
+		return false;
+	return fs.f_type == EXT4_SUPER_MAGIC || fs.f_type == MSDOS_SUPER_MAGIC ||
+	       fs.f_type == XFS_SUPER_MAGIC;
+}
+
+/* The device offsets of the LEN bytes of FD, extent by extent, as
+ * FIEMAP gives them: -EOPNOTSUPP unless each is a plain, aligned,
+ * written, unshared extent, and together they hold every byte. */
+static int map_blocks(int fd, size_t len, struct fiemap_extent *ret, size_t *ret_n)
+{
+	_cleanup_free_ struct fiemap *map = calloc(1, sizeof(*map) + FIEMAP_EXTENTS_MAX *
+							   sizeof(struct fiemap_extent));
+	const uint32_t odd = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
+			     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_ENCRYPTED |
+			     FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
+			     FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_UNWRITTEN |
+			     FIEMAP_EXTENT_SHARED;
+	uint64_t covered = 0;
+
+	if (!map)
+		return -ENOMEM;
+	map->fm_length = len;
+	map->fm_flags = FIEMAP_FLAG_SYNC;
+	map->fm_extent_count = FIEMAP_EXTENTS_MAX;
+	if (ioctl(fd, FS_IOC_FIEMAP, map) < 0)
+		return errno == ENOTTY ? -EOPNOTSUPP : -errno;
+	for (uint32_t i = 0; i < map->fm_mapped_extents; i++) {
+		const struct fiemap_extent *e = &map->fm_extents[i];
+
+		if ((e->fe_flags & odd) || e->fe_logical != covered)
+			return -EOPNOTSUPP;
+		ret[i] = *e;
+		covered += e->fe_length;
+	}
+	if (covered < len)
+		return -EOPNOTSUPP;
+	*ret_n = map->fm_mapped_extents;
+	return 0;
+}
+
+static int write_envblk(struct nmbl_broker *b, const char *disk, uint64_t start,
+			const struct fiemap_extent *ext, size_t n_ext, const void *buf, size_t len)
+{
+	char part[NMBL_NAME_MAX];
+	_cleanup_free_ char *dev = NULL;
+	_cleanup_close_ int fd = -1;
+	const char *name = strrchr(disk, '/') + 1;
+	size_t done = 0;
+	int r;
+
+	if (start == 0)
+		snprintf(part, sizeof(part), "%s", name);
+	else if ((r = nmbl_find_partition(b->ctx, name, start, part, sizeof(part))) < 0)
+		return r;
+	if (asprintf(&dev, "%s/dev/%s", b->ctx->root, part) < 0)
+		return -ENOMEM;
+	fd = open(dev, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	for (size_t i = 0; i < n_ext && done < len; i++) {
+		size_t k = len - done < ext[i].fe_length ? len - done : (size_t)ext[i].fe_length;
+		ssize_t w = pwrite(fd, (const char *)buf + done, k, (off_t)ext[i].fe_physical);
+
+		if (w < 0)
+			return -errno;
+		if ((size_t)w != k)
+			return -EIO;
+		done += k;
+	}
+	if (fsync(fd) < 0)
+		return -errno;
+	/* GRUB reads the partition, or the whole disk, through the block
+	 * devices' caches: neither may keep the old block. */
+	(void)ioctl(fd, BLKFLSBUF, 0);
+	if (start != 0) {
+		_cleanup_free_ char *whole = NULL;
+		_cleanup_close_ int wfd = -1;
+
+		if (asprintf(&whole, "%s/dev/%s", b->ctx->root, name) < 0)
+			return -ENOMEM;
+		wfd = open(whole, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (wfd >= 0)
+			(void)ioctl(wfd, BLKFLSBUF, 0);
+	}
+	return 0;
+}
+
+static int do_grubenv_write(struct nmbl_broker *b, const struct nmbl_broker_message *m,
+			    int data)
+{
+	struct fiemap_extent ext[FIEMAP_EXTENTS_MAX];
+	_cleanup_free_ char *path = NULL, *old = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t len = 0, n_ext = 0;
+	void *buf = NULL;
+	struct stat st;
+	ssize_t k;
+	int r;
+
+	r = map_data(data, ENVBLK_MAX, &buf, &len);
+	if (r < 0)
+		return r;
+	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
+	if (r < 0)
+		goto out;
+	fd = nmbl_open_regular(b->ctx, path);
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	r = -EOPNOTSUPP;
+	if (!envblk_fs(fd))
+		goto out;
+	r = -EINVAL;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != len || len < strlen(ENVBLK_SIGNATURE) ||
+	    memcmp(buf, ENVBLK_SIGNATURE, strlen(ENVBLK_SIGNATURE)) != 0)
+		goto out;
+	old = malloc(len);
+	if (!old) {
+		r = -ENOMEM;
+		goto out;
+	}
+	k = pread(fd, old, len, 0);
+	if (k != (ssize_t)len || memcmp(old, ENVBLK_SIGNATURE, strlen(ENVBLK_SIGNATURE)) != 0)
+		goto out;
+	r = map_blocks(fd, len, ext, &n_ext);
+	if (r < 0)
+		goto out;
+	r = write_envblk(b, m->fields[0], number_of(m->fields[1]), ext, n_ext, buf, len);
+out:
+	if (buf)
+		munmap(buf, len);
+	return r;
+}
+
+static int dispatch(struct nmbl_broker *b, const struct nmbl_broker_message *m, int data,
+		    char *reply[REPLY_FIELDS_MAX])
+{
+	/* Prepared to boot: the menu has nothing more to ask. */
+	if (b->outcome == NMBL_BROKER_KEXEC || b->outcome == NMBL_BROKER_DIRECT)
+		return -EALREADY;
+	switch (m->request) {
+	case NMBL_BROKER_MEASURE:
+		return do_measure(b, m, data);
+	case NMBL_BROKER_KERNEL:
+		return do_kernel(b, m);
+	case NMBL_BROKER_INITRD:
+		return do_initrd(b, m);
+	case NMBL_BROKER_BOOT:
+		return do_boot(b, m, reply);
+	case NMBL_BROKER_CHAINLOAD:
+		return do_chainload(b, m, reply);
+	case NMBL_BROKER_FIRMWARE_SETUP: {
+		int r = nmbl_set_boot_to_firmware_setup(b->ctx);
+
+		if (r == 0)
+			b->outcome = NMBL_BROKER_REBOOT;
+		return r;
+	}
+	case NMBL_BROKER_ENTRY_REQUESTS:
+		return do_entry_requests(b, reply);
+	case NMBL_BROKER_MENU_SHOWN:
+		return nmbl_watchdog_disarm();
+	case NMBL_BROKER_GRUBENV_WRITE:
+		return do_grubenv_write(b, m, data);
+	}
+	return -EBADMSG;
+}
+
+NMBL_EXPORT int nmbl_broker_serve(struct nmbl_broker *b)
+{
+	_cleanup_free_ char *buf = malloc(NMBL_BROKER_MESSAGE_MAX);
+	char *reply[REPLY_FIELDS_MAX] = { NULL };
+	const char *fields[REPLY_FIELDS_MAX];
+	struct nmbl_broker_message m;
+	_cleanup_close_ int data = -1;
+	ssize_t len;
+	int r;
+
+	if (!b)
+		return -EINVAL;
+	if (!buf)
+		return -ENOMEM;
+	len = receive_message(b->fd, buf, &data);
+	if (len == 0)
+		return 0;
+	if (len < 0 && len != -EBADMSG)
+		return (int)len;
+	r = len < 0 ? (int)len : nmbl_broker_parse(buf, (size_t)len, &m);
+	if (r == 0)
+		r = dispatch(b, &m, data, reply);
+	if (r < 0)
+		nmbl_dbg(b->ctx, "broker: a request refused: %s", strerror(-r));
+	for (size_t i = 0; i < REPLY_FIELDS_MAX; i++)
+		fields[i] = reply[i] ? reply[i] : "";
+	r = send_message(b->fd, (uint32_t)r, fields, REPLY_FIELDS_MAX, -1);
+	for (size_t i = 0; i < REPLY_FIELDS_MAX; i++)
+		free(reply[i]);
+	return r < 0 ? r : 1;
 }

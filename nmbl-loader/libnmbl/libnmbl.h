@@ -151,24 +151,64 @@ int nmbl_measure_kernel(struct nmbl_ctx *ctx, const char *path, const char *name
 int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name);
 
 /*
- * The broker protocol (being built; nothing speaks it yet).  The menu,
- * grub-emu, is to run without root's powers and ask nmbl's init for what
- * needs them, one request per SOCK_SEQPACKET datagram on the socket whose
- * descriptor NMBL_BROKER_FD_ENV names; every request is checked before it
- * is done (the message format is broker.c's).  The fields of each:
+ * The contained menu.  grub-emu parses what the disks hold with GRUB's
+ * file system drivers, so it runs without root's powers:
+ * nmbl_contain_menu(), called by the program that starts it, between fork
+ * and exec, makes the process NMBL_MENU_UID/NMBL_MENU_GID ("nmbl-menu")
+ * with no capabilities, none to gain (no_new_privs, an empty bounding
+ * set), and a seccomp filter that refuses with EPERM the calls listed in
+ * nmbl-init(8) (kexec, reboot, mount, modules, keyrings, BPF, ptrace,
+ * perf, namespaces, io_uring, ...) and kills a call made through another
+ * architecture's entry.  It reads the disks (nmbl's init makes their
+ * nodes readable to its group), and asks nmbl's init, the broker, for
+ * whatever needs root, one request per SOCK_SEQPACKET datagram on the
+ * socket whose descriptor NMBL_BROKER_FD_ENV names.  Each request is
+ * checked before it is done; what it carries:
  *
- *   MEASURE          PCR (8 or 9), description; the data in a memfd sent along
- *   KERNEL, INITRD   disk, start sector, path on that partition, GRUB's name:
- *                    opened on a partition the broker mounts, measured, held
- *   BOOT             command line, entry id: load (or check) and hand over
- *   CHAINLOAD        disk, start sector, path: BootNext, then reboot
- *   FIRMWARE_SETUP   -: OsIndications, then reboot
- *   ENTRY_REQUESTS   -: the Boot Loader Interface's one-shot and default
- *                    entries (the one-shot taken), in the reply
- *   MENU_SHOWN       -: the watchdog stops
- *   GRUBENV_WRITE    disk, sector; the block in a memfd: only within the
- *                    grubenv file's own blocks
+ *   MEASURE          PCR (8 or 9), description; the data in a file sent
+ *                    along (SCM_RIGHTS): GRUB's own measurements
+ *   KERNEL           disk ("/dev/vda"), start sector of the partition (0:
+ *                    the whole disk), path on it, GRUB's name for it: the
+ *                    partition is mounted read-only, the file opened
+ *                    inside it, measured into PCR 9 and held for BOOT
+ *   INITRD           the same, and its position in its initrd command (0
+ *                    starts the list again)
+ *   BOOT             command line, the entry's menu id: the kernel held
+ *                    is checked (direct boot) or loaded (kexec), the
+ *                    entry recorded (LoaderEntrySelected), the hand-over
+ *                    prepared; the menu then exits NMBL_EXIT_SWITCH_ROOT
+ *                    or NMBL_EXIT_KEXEC as the reply says
+ *   CHAINLOAD        disk, start sector, path of an EFI program: BootNext
+ *   FIRMWARE_SETUP   OsIndications; after either, the menu exits
+ *                    NMBL_EXIT_REBOOT
+ *   ENTRY_REQUESTS   the Boot Loader Interface's one-shot entry (taken)
+ *                    and default entry
+ *   MENU_SHOWN       the watchdog is stopped
+ *   GRUBENV_WRITE    disk, start sector, path of a GRUB environment block
+ *                    file; the new block sent along: written over the
+ *                    file's own blocks, as GRUB's save_env writes, only
+ *                    when the file and the new block both are one, of
+ *                    the same size, on a file system whose blocks Linux
+ *                    maps (ext2/3/4, FAT, XFS)
+ *
+ * nmbl_broker_call() is the menu's side: the result (0 or more, or the
+ * broker's negative errno; -ECONNRESET when the broker is gone), and in
+ * RET_REPLY (N_REPLY strings, each malloc'ed or NULL) what the reply
+ * carries: BOOT "kexec" or "direct", why kexec (or ""), a warning (or
+ * ""); on failure "load" or "root" (what failed) and an explanation for
+ * a person; CHAINLOAD the option's number ("0004"); ENTRY_REQUESTS the
+ * one-shot and the default entry, the result's bits 1 and 2 saying
+ * which there are.
  */
+#define NMBL_MENU_UID 65533
+#define NMBL_MENU_GID 65533
+#define NMBL_MENU_USER "nmbl-menu"
+int nmbl_contain_menu(void);
+/* For tests of the filter, from inside the contained process: each denied
+ * call tried with arguments that would do nothing, and REPORT given its
+ * name and errno (0: the call went through).  The number of calls tried. */
+int nmbl_contain_probe(void (*report)(void *data, const char *call, int err), void *data);
+
 #define NMBL_BROKER_FD_ENV "NMBL_BROKER_FD"
 #define NMBL_BROKER_MESSAGE_MAX (128 * 1024)
 #define NMBL_BROKER_FIELDS_MAX 8
@@ -183,6 +223,33 @@ enum nmbl_broker_request {
 	NMBL_BROKER_MENU_SHOWN,
 	NMBL_BROKER_GRUBENV_WRITE,
 };
+int nmbl_broker_call(int fd, enum nmbl_broker_request request, const char *const *fields,
+		     size_t n_fields, int data_fd, char **ret_reply, size_t n_reply);
+
+/*
+ * The broker's side, in nmbl's init: serves the menu on FD with CTX (which
+ * it measures with, nmbl_set_measure()).  nmbl_broker_serve() answers one
+ * request: 1, or 0 when the menu has closed its side, or -errno when the
+ * socket fails.  A request that is malformed or not allowed is refused
+ * in its reply, never done.  Once the menu has ended, what the broker
+ * prepared, if it agrees with the menu's exit status, is the caller's to
+ * carry out: NMBL_BROKER_KEXEC, nmbl_exec(); NMBL_BROKER_DIRECT, switch
+ * root to NMBL_SYSROOT; otherwise nmbl_broker_free() undoes what was
+ * prepared (the kernel loaded, the mounts).
+ */
+struct nmbl_broker;
+enum nmbl_broker_outcome {
+	NMBL_BROKER_NOTHING,
+	NMBL_BROKER_KEXEC,
+	NMBL_BROKER_DIRECT,
+	NMBL_BROKER_REBOOT,
+};
+int nmbl_broker_new(struct nmbl_ctx *ctx, int fd, struct nmbl_broker **ret);
+struct nmbl_broker *nmbl_broker_free(struct nmbl_broker *broker);
+int nmbl_broker_serve(struct nmbl_broker *broker);
+enum nmbl_broker_outcome nmbl_broker_get_outcome(const struct nmbl_broker *broker);
+/* Prepared, and kept by nmbl_broker_free(): the caller now boots it. */
+void nmbl_broker_keep(struct nmbl_broker *broker);
 /*
  * Whether nmbl_load() of KERNEL with CMDLINE would be accepted: the same
  * checks by the running kernel (the image's format, its signature against
@@ -248,10 +315,13 @@ int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
  * exit), so restart the machine; NMBL_EXIT_SWITCH_ROOT, nmbl_switch_root()
  * returned 0 without systemd, so switch root to NMBL_SYSROOT and start the
  * init the entry's command line names.  Any other status, a signal or a
- * crash is a failure of the menu itself.
+ * crash is a failure of the menu itself.  A contained menu exits
+ * NMBL_EXIT_SWITCH_ROOT or NMBL_EXIT_KEXEC after its broker prepared that
+ * boot (nmbl_broker_get_outcome()), and nmbl's init does it.
  */
 #define NMBL_EXIT_REBOOT 0
 #define NMBL_EXIT_SWITCH_ROOT 100
+#define NMBL_EXIT_KEXEC 101
 /*
  * nmbl_cmdline_*() split CMDLINE as the kernel does, at most 64 KiB of it
  * (-E2BIG beyond; the kernel's own limit is far less), and return -EINVAL

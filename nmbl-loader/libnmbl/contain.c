@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The menu without root's powers.  grub-emu parses what the disks hold
+ * with GRUB's own file system drivers: a memory bug in any of them must
+ * reach nothing that matters.  So the menu runs as its own user, with no
+ * capabilities (a uid other than 0 drops them all at exec), no way to
+ * gain any (no_new_privs), and a seccomp filter that refuses, with EPERM,
+ * every call that would reach past the user's files even where a kernel
+ * bug or a lax permission would let it: loading or booting kernels,
+ * rebooting, mounting, modules, keyrings, BPF, tracing other processes,
+ * namespaces (in which a user gets capabilities again), io_uring (whose
+ * operations seccomp never sees), the clock, the terminal's input queue.
+ * A call made through another architecture's entry (int 0x80, x32) kills
+ * the process, since a filter written for one table of numbers says
+ * nothing of another.  What the menu needs root for, it asks nmbl's init
+ * for (broker.c).
+ */
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "nmbl-private.h"
+
+#if defined(__x86_64__)
+#define NMBL_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NMBL_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define NMBL_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#else
+#error "nmbl's seccomp filter does not know this architecture's system calls"
+#endif
+
+#define DENY(name) { #name, __NR_##name }
+
+static const struct denied {
+	const char *name;
+	long nr;
+} denied[] = {
+	/* Booting and the machine's state. */
+	DENY(kexec_file_load),
+#ifdef __NR_kexec_load
+	DENY(kexec_load),
+#endif
+	DENY(reboot),
+	DENY(swapon),
+	DENY(swapoff),
+	DENY(settimeofday),
+	DENY(clock_settime),
+	DENY(clock_adjtime),
+	DENY(adjtimex),
+	DENY(sethostname),
+	DENY(setdomainname),
+	DENY(acct),
+	DENY(syslog),
+	/* File systems. */
+	DENY(mount),
+	DENY(umount2),
+	DENY(pivot_root),
+	DENY(chroot),
+	DENY(fsopen),
+	DENY(fsconfig),
+	DENY(fsmount),
+	DENY(fspick),
+	DENY(move_mount),
+	DENY(open_tree),
+	DENY(mount_setattr),
+	DENY(open_by_handle_at),
+	DENY(name_to_handle_at),
+	DENY(quotactl),
+	DENY(fanotify_init),
+	/* The kernel itself. */
+	DENY(init_module),
+	DENY(finit_module),
+	DENY(delete_module),
+	DENY(bpf),
+	DENY(perf_event_open),
+	DENY(userfaultfd),
+	DENY(keyctl),
+	DENY(add_key),
+	DENY(request_key),
+	DENY(personality),
+	DENY(io_uring_setup),
+	DENY(io_uring_enter),
+	DENY(io_uring_register),
+#ifdef __NR_iopl
+	DENY(iopl),
+	DENY(ioperm),
+#endif
+	/* Other processes. */
+	DENY(ptrace),
+	DENY(process_vm_readv),
+	DENY(process_vm_writev),
+	DENY(pidfd_getfd),
+	DENY(kcmp),
+	DENY(unshare),
+	DENY(setns),
+};
+
+/* Namespaces are refused in clone() too (its flags are its first argument
+ * on every architecture nmbl builds for); clone3() hides its flags in
+ * memory a filter cannot read, so it is refused as unknown (ENOSYS),
+ * which makes the C library fall back to clone(). */
+#define NAMESPACE_FLAGS                                                                  \
+	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS |      \
+	 CLONE_NEWIPC | CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */)
+
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#define STMT(code, k) ((struct sock_filter)BPF_STMT(code, k))
+#define JUMP(code, k, jt, jf) ((struct sock_filter)BPF_JUMP(code, k, jt, jf))
+#define RET_ERRNO(e) STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (e))
+
+/* The filter: at most this many instructions (well within BPF_MAXINSNS). */
+#define FILTER_MAX 160
+
+static size_t build_filter(struct sock_filter *f)
+{
+	size_t n = 0;
+
+	f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, NMBL_AUDIT_ARCH, 1, 0);
+	f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#ifdef __x86_64__
+	/* x32's numbers, the same table with a bit set. */
+	f[n++] = JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1);
+	f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+#endif
+	for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+		f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)denied[i].nr, 0, 1);
+		f[n++] = RET_ERRNO(EPERM);
+	}
+	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
+	f[n++] = RET_ERRNO(ENOSYS);
+
+	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
+	f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0));
+	f[n++] = JUMP(BPF_JMP | BPF_JSET | BPF_K, NAMESPACE_FLAGS, 0, 1);
+	f[n++] = RET_ERRNO(EPERM);
+	f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+
+	/* Typing into the terminal's input (TIOCSTI), and the Linux
+	 * console's own requests (TIOCLINUX): the command is 32 bits. */
+	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4);
+	f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1));
+	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0);
+	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1);
+	f[n++] = RET_ERRNO(EPERM);
+	f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	return n;
+}
+
+NMBL_EXPORT int nmbl_contain_menu(void)
+{
+	struct sock_filter filter[FILTER_MAX];
+	struct sock_fprog prog = { .filter = filter };
+	gid_t gid = NMBL_MENU_GID;
+
+	_Static_assert(2 * ELEMENTSOF(denied) + 24 <= FILTER_MAX, "filter");
+	prog.len = (unsigned short)build_filter(filter);
+	/* Not even a set-uid program could give a capability back. */
+	for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
+	    setresuid(NMBL_MENU_UID, NMBL_MENU_UID, NMBL_MENU_UID) < 0)
+		return -errno;
+	/* Not root any more, for good: a uid of 0 again would give back what
+	 * setresuid() took. */
+	if (setuid(0) == 0 || getuid() != NMBL_MENU_UID || geteuid() != NMBL_MENU_UID)
+		return -EPERM;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
+		return errno ? -errno : -EPERM;
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_contain_probe(void (*report)(void *data, const char *call, int err),
+				   void *data)
+{
+	if (!report)
+		return -EINVAL;
+	/* Arguments that do nothing even where a call is let through, root
+	 * or not: every one -1, an invalid descriptor, pointer, length and
+	 * set of flags (personality(-1) only asks). */
+	for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+		long r = syscall(denied[i].nr, -1L, -1L, -1L, -1L, -1L, -1L);
+
+		report(data, denied[i].name, r < 0 ? errno : 0);
+	}
+	/* CLONE_NEWNS with CLONE_FS is a combination clone() refuses. */
+	report(data, "clone(CLONE_NEWUSER)",
+	       syscall(__NR_clone, (long)(CLONE_NEWUSER | CLONE_NEWNS | CLONE_FS), 0L, 0L, 0L,
+		       0L) < 0
+		       ? errno
+		       : 0);
+	report(data, "ioctl(TIOCSTI)", ioctl(-1, TIOCSTI, "") < 0 ? errno : 0);
+	return (int)ELEMENTSOF(denied) + 2;
+}

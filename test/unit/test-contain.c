@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The contained menu, in a child of the test (which runs as root, as
+ * nmbl's init does): its credentials, and each call the filter denies. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "libnmbl.h"
+#include "unit.h"
+
+static FILE *out;
+
+static void report(void *data, const char *call, int err)
+{
+	(void)data;
+	fprintf(out, "%s %d\n", call, err);
+}
+
+/* Run FN in a contained child writing to a pipe; what it wrote, and how it
+ * ended. */
+static void run_contained(void (*fn)(void), char *buf, size_t size, int *ret_status)
+{
+	int fds[2];
+	ssize_t n;
+	pid_t pid;
+
+	CHECK_INT(pipe(fds), 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int r;
+
+		close(fds[0]);
+		out = fdopen(fds[1], "w");
+		r = nmbl_contain_menu();
+		fprintf(out, "contain %d\n", r);
+		fflush(out);
+		if (r == 0)
+			fn();
+		fflush(out);
+		_exit(0);
+	}
+	close(fds[1]);
+	for (size_t len = 0;; len += (size_t)n) {
+		n = read(fds[0], buf + len, size - 1 - len);
+		if (n <= 0) {
+			buf[len] = '\0';
+			break;
+		}
+	}
+	close(fds[0]);
+	CHECK_INT(waitpid(pid, ret_status, 0), pid);
+}
+
+static void probe(void)
+{
+	char line[256];
+	FILE *f;
+
+	nmbl_contain_probe(report, NULL);
+	f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Cap", 3) || !strncmp(line, "Seccomp:", 8) ||
+		    !strncmp(line, "NoNewPrivs:", 11) || !strncmp(line, "Uid:", 4))
+			fputs(line, out);
+	if (f)
+		fclose(f);
+}
+
+static void test_denied_calls_get_eperm_without_capabilities(void)
+{
+	static char buf[16384];
+	char expect[64];
+	int status, calls = 0;
+
+	run_contained(probe, buf, sizeof(buf), &status);
+	CHECK(WIFEXITED(status));
+	CHECK(strstr(buf, "contain 0\n"));
+	for (const char *line = buf, *end; (end = strchr(line, '\n')); line = end + 1) {
+		const char *last = memrchr(line, ' ', (size_t)(end - line));
+
+		if (memchr(line, ':', (size_t)(end - line)) || !strncmp(line, "contain ", 8) || !last)
+			continue;
+		calls++;
+		if (end - last != 2 || last[1] != '0' + EPERM)
+			fprintf(stderr, "not refused with EPERM: %.*s\n", (int)(end - line), line);
+		CHECK(end - last == 2 && last[1] == '0' + EPERM);
+	}
+	CHECK(calls > 40);
+	snprintf(expect, sizeof(expect), "Uid:\t%d\t%d\t%d\t%d\n", NMBL_MENU_UID, NMBL_MENU_UID,
+		 NMBL_MENU_UID, NMBL_MENU_UID);
+	CHECK(strstr(buf, expect));
+	CHECK(strstr(buf, "CapPrm:\t0000000000000000\n"));
+	CHECK(strstr(buf, "CapEff:\t0000000000000000\n"));
+	CHECK(strstr(buf, "CapBnd:\t0000000000000000\n"));
+	CHECK(strstr(buf, "NoNewPrivs:\t1\n"));
+	CHECK(strstr(buf, "Seccomp:\t2\n"));
+}
+
+static void x32_call(void)
+{
+#ifdef __x86_64__
+	syscall(0x40000000 | SYS_getpid);
+#else
+	raise(SIGSYS);
+#endif
+	fprintf(out, "still running\n");
+}
+
+static void test_another_architectures_entry_kills(void)
+{
+	char buf[256];
+	int status;
+
+	run_contained(x32_call, buf, sizeof(buf), &status);
+	CHECK(strstr(buf, "contain 0\n"));
+	CHECK(!strstr(buf, "still running"));
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS);
+}
+
+int main(void)
+{
+	static void (*const tests[])(void) = {
+		test_denied_calls_get_eperm_without_capabilities,
+		test_another_architectures_entry_kills,
+		NULL,
+	};
+
+	return unit_main(tests);
+}
