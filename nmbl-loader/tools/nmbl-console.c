@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * nmbl-console COMMAND [ARG]...
+ * nmbl-console [--contained] COMMAND [ARG]...
  *
  * Run COMMAND (the menu) on every console the kernel writes to at once:
  * the serial line and the screen alike, whichever the user looks at.
@@ -16,6 +16,10 @@
  * stay ignored across exec), and COMMAND dies with nmbl-console rather
  * than be left on a terminal nobody reads.  A console that hangs up is
  * dropped; the others go on.
+ *
+ * With --contained, COMMAND runs without root's powers
+ * (nmbl_contain_menu()): the consoles and the pseudo-terminal are opened
+ * first, as root, and COMMAND cannot open any itself.
  *
  * Exit status: COMMAND's, 128 + the signal that ended it, or 1 when it
  * could not be started.
@@ -34,6 +38,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "libnmbl.h"
 #include "macro.h"
 
 #define MAX_CONSOLES 8
@@ -125,11 +130,26 @@ static void no_signal_keys(int fd)
 	}
 }
 
+static bool contained;
+
+/* COMMAND in place of this process, contained if asked; returns only on
+ * failure, and never runs COMMAND uncontained when asked otherwise. */
+static void exec_command(char **argv)
+{
+	int r = contained ? nmbl_contain_menu() : 0;
+
+	if (r < 0) {
+		fprintf(stderr, "nmbl-console: cannot contain %s: %s\n", argv[0], strerror(-r));
+		return;
+	}
+	execvp(argv[0], argv);
+	fprintf(stderr, "nmbl-console: cannot run %s: %s\n", argv[0], strerror(errno));
+}
+
 static int run_direct(char **argv)
 {
 	no_signal_keys(STDIN_FILENO);
-	execvp(argv[0], argv);
-	fprintf(stderr, "nmbl-console: cannot run %s: %s\n", argv[0], strerror(errno));
+	exec_command(argv);
 	return EXIT_FAILURE;
 }
 
@@ -141,9 +161,14 @@ int main(int argc, char **argv)
 	char buf[4096];
 	pid_t pid;
 
+	if (argc >= 2 && strcmp(argv[1], "--contained") == 0) {
+		contained = true;
+		argc--;
+		argv++;
+	}
 	if (argc < 2 || strcmp(argv[1], "--help") == 0) {
 		fprintf(argc < 2 ? stderr : stdout,
-			"Usage: nmbl-console COMMAND [ARG]...\n"
+			"Usage: nmbl-console [--contained] COMMAND [ARG]...\n"
 			"Run COMMAND on every active console at once.\n");
 		return argc < 2 ? 2 : 0;
 	}
@@ -172,9 +197,6 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		int slave;
 
-		/* Killed or crashed, nmbl-console takes the menu along. */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
-			_exit(EXIT_FAILURE);
 		setsid();
 		slave = open(ptsname(master), O_RDWR);
 		if (slave < 0)
@@ -186,7 +208,21 @@ int main(int argc, char **argv)
 		dup2(slave, 2);
 		if (slave > 2)
 			close(slave);
-		execvp(argv[1], argv + 1);
+		/* Killed or crashed, nmbl-console takes the menu along; asked
+		 * for here, as changing users forgets it. */
+		if (contained) {
+			int r = nmbl_contain_menu();
+
+			if (r < 0) {
+				fprintf(stderr, "nmbl-console: cannot contain %s: %s\n", argv[1],
+					strerror(-r));
+				_exit(EXIT_FAILURE);
+			}
+			contained = false;
+		}
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+			_exit(EXIT_FAILURE);
+		exec_command(argv + 1);
 		_exit(127);
 	}
 

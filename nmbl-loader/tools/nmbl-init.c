@@ -15,12 +15,15 @@
  * machine's watchdog, armed here once its driver is loaded and disarmed
  * by the menu once drawn (or at the hand-over, when it is skipped).
  *
- * The menu's exit status says what comes next (libnmbl.h's NMBL_EXIT_*):
- * 100, libnmbl mounted the chosen entry's root on /sysroot (a direct
- * boot), so switch root to it and start its init; 0, the user asked for a
- * reboot; anything else (an
- * exit status, a signal, a crash, the OOM killer) is a failure of nmbl
- * itself: say so and show the menu again.  A kexec never comes back here.
+ * The menu runs contained (no root, no capabilities, a seccomp filter)
+ * and asks this process, its broker, for what needs root (libnmbl's
+ * broker.c checks each request).  Its exit status says what comes next
+ * (libnmbl.h's NMBL_EXIT_*), when the broker agrees: 100, the broker
+ * mounted the chosen entry's root on /sysroot (a direct boot), so switch
+ * root to it and start its init; 101, it loaded the entry's kernel, so
+ * kexec; 0, the user asked for a reboot; anything else (an exit status, a
+ * signal, a crash, the OOM killer) is a failure of nmbl itself: say so,
+ * undo what the broker prepared, and show the menu again.
  *
  * Under Secure Boot this image is the boot loader the firmware trusts, so
  * nothing a console user types may give more than GRUB would: no shell,
@@ -168,6 +171,29 @@ static void link_present_disks(struct nmbl_ctx *ctx)
 	closedir(d);
 }
 
+/* The disks, readable by the menu's group, as GRUB reads every disk the
+ * firmware shows; never writable: what GRUB writes, grubenv, the broker
+ * writes.  Again for each disk that appears while the menu runs. */
+static void share_disks_with_menu(void)
+{
+	DIR *d = opendir("/dev");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISBLK(st.st_mode))
+			continue;
+		if (fchownat(dirfd(d), de->d_name, 0, NMBL_MENU_GID, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fchmodat(dirfd(d), de->d_name, 0640, 0) < 0)
+			say("the menu cannot read /dev/%s: %m", de->d_name);
+	}
+	closedir(d);
+}
+
 /*
  * Act on every uevent queued on FD.  Only the kernel's are taken: a process
  * may send to the group too.  After an overflow, what was lost is found
@@ -199,6 +225,7 @@ static void drain_uevents(struct nmbl_ctx *ctx, int fd)
 		r = nmbl_handle_uevent(ctx, buf, (size_t)n);
 		if (r < 0 && r != -EBADMSG)
 			say("device event: %s", strerror(-r));
+		share_disks_with_menu();
 	}
 }
 
@@ -483,7 +510,10 @@ static int write_device_map(const char *disk)
 	FILE *f;
 	int n, hd = 0, found = -1;
 
-	(void)mkdir(RUN_DIR, 0755);
+	/* The menu reads the map; libnmbl may have made the directory first
+	 * (its mounts are below it, and stay closed to the menu). */
+	if ((mkdir(RUN_DIR, 0755) < 0 && errno != EEXIST) || chmod(RUN_DIR, 0755) < 0)
+		return -errno;
 	f = fopen(DEVICE_MAP, "we");
 	if (!f)
 		return -errno;
@@ -534,19 +564,100 @@ static bool menu_locked_down(struct nmbl_ctx *ctx)
 	return statfs(EFIVARS, &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
 }
 
+/* In the menu's process, before it becomes the menu: the broker's socket
+ * its own, the watchdog's descriptor not (the broker stops it). */
+static void menu_child_fds(int sock)
+{
+	const char *wd = getenv(NMBL_WATCHDOG_FD);
+	char text[16];
+
+	if (wd) {
+		close(atoi(wd));
+		unsetenv(NMBL_WATCHDOG_FD);
+	}
+	snprintf(text, sizeof(text), "%d", sock);
+	if (fcntl(sock, F_SETFD, 0) < 0 || setenv(NMBL_BROKER_FD_ENV, text, 1) < 0)
+		_exit(127);
+}
+
+/* Run the contained menu ARGV, answering its requests until it ends: its
+ * exit status (or 128 + signal, or -errno), and in *RET_BROKER what was
+ * prepared when the status says to boot it and the broker agrees. */
+static int run_contained(struct nmbl_ctx *ctx, char *const argv[], struct nmbl_broker **ret_broker)
+{
+	struct nmbl_broker *broker = NULL;
+	enum nmbl_broker_outcome outcome;
+	int sv[2], status, r;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		menu_child_fds(sv[1]);
+		(void)signal(SIGCHLD, SIG_DFL);
+		execv(argv[0], argv);
+		fprintf(stderr, "nmbl-init: cannot run %s: %m\n", argv[0]);
+		_exit(127);
+	}
+	close(sv[1]);
+	r = nmbl_broker_new(ctx, sv[0], &broker);
+	/* Until every process of the menu has closed its side. */
+	while (r >= 0 && (r = nmbl_broker_serve(broker)) > 0)
+		;
+	if (r < 0)
+		say("the boot menu's requests: %s", strerror(-r));
+	close(sv[0]);
+	for (;;) {
+		pid_t w = wait(&status);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			nmbl_broker_free(broker);
+			return -errno;
+		}
+		if (w == pid)
+			break;
+	}
+	r = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	outcome = nmbl_broker_get_outcome(broker);
+	if ((r == NMBL_EXIT_KEXEC && outcome == NMBL_BROKER_KEXEC) ||
+	    (r == NMBL_EXIT_SWITCH_ROOT && outcome == NMBL_BROKER_DIRECT)) {
+		nmbl_broker_keep(broker);
+		*ret_broker = broker;
+		return r;
+	}
+	if (r == NMBL_EXIT_KEXEC || r == NMBL_EXIT_SWITCH_ROOT) {
+		say("the boot menu ended to boot, but nothing was prepared to boot");
+		r = -EPROTO;
+	}
+	/* Whatever it prepared is undone: the kernel loaded, the mounts. */
+	nmbl_broker_free(broker);
+	return r;
+}
+
 /*
  * The menu starts where GRUB's EFI image would: on the ESP the firmware
  * started nmbl from, in the distribution's directory, whose grub.cfg (the
  * stub) GRUB's normal mode reads first, with $cmdpath naming that
  * directory.  Then what GRUB measures is what nmbl's grub-emu measures.
  * Without such a directory, nmbl's own first configuration looks for a
- * grub.cfg on every file system.
+ * grub.cfg on every file system.  The menu runs contained
+ * (nmbl_contain_menu()), and this process is its broker.
  */
-static int run_menu(struct nmbl_ctx *ctx)
+static int run_menu(struct nmbl_ctx *ctx, struct nmbl_broker **ret_broker)
 {
 	char root[64] = "--root=host", dir[64] = "--directory=" MENU_CONFIG_DIR, cmdpath[128];
-	char *argv[] = { CONSOLE, MENU, "--kexec", "--device-map=" DEVICE_MAP, root, dir,
-			 NULL, NULL };
+	char *argv[] = { CONSOLE, "--contained", MENU, "--kexec", "--device-map=" DEVICE_MAP,
+			 root, dir, NULL, NULL };
 	_cleanup_free_ char *disk = NULL, *part = NULL;
 	const char *grub_dir = NULL;
 	int r, hd;
@@ -568,7 +679,8 @@ static int run_menu(struct nmbl_ctx *ctx)
 	}
 	if (menu_locked_down(ctx))
 		argv[ELEMENTSOF(argv) - 2] = "--lockdown";
-	return run(argv, -1);
+	share_disks_with_menu();
+	return run_contained(ctx, argv, ret_broker);
 }
 
 /* Only a debug build's signed command line has a shell offered. */
@@ -708,15 +820,30 @@ int main(int argc, char **argv)
 
 	print_status();
 	run_pre_menu();
+	/* nmbl is the boot loader: it measures what it boots. */
+	nmbl_set_measure(ctx, true);
 	for (int fast_fails = 0;;) {
 		long long started = now_ms();
+		struct nmbl_broker *broker = NULL;
 
-		r = run_menu(ctx);
-		if (r == NMBL_EXIT_SWITCH_ROOT) {
+		r = run_menu(ctx, &broker);
+		if (broker) {
 			if (follower > 0) {
 				kill(follower, SIGKILL);
 				(void)waitpid(follower, NULL, 0);
+				follower = -1;
 			}
+			nmbl_broker_free(broker);
+		}
+		if (r == NMBL_EXIT_KEXEC) {
+			r = nmbl_exec(ctx);
+			say("cannot start the kernel: %s; the boot menu comes back",
+			    nmbl_strerror(r));
+			(void)nmbl_unload(ctx);
+			(void)nmbl_umount_all(ctx);
+			follower = fd >= 0 ? follow_uevents(ctx, fd) : -1;
+			continue;
+		} else if (r == NMBL_EXIT_SWITCH_ROOT) {
 			/* The target inherits neither the watchdog nor its
 			 * descriptor. */
 			disarm_watchdog();
@@ -738,8 +865,8 @@ int main(int argc, char **argv)
 			    r < 0 ? "error" : "status", r);
 		/* The follower may have been killed too (by the OOM killer, say):
 		 * devices added from now on still get their drivers. */
-		if (follower > 0 && (waitpid(follower, NULL, WNOHANG) == follower ||
-				     (kill(follower, 0) < 0 && errno == ESRCH)))
+		if (follower <= 0 || waitpid(follower, NULL, WNOHANG) == follower ||
+		    (kill(follower, 0) < 0 && errno == ESRCH))
 			follower = fd >= 0 ? follow_uevents(ctx, fd) : -1;
 		debug_shell(ctx);
 		fast_fails = now_ms() - started < MENU_FAST_FAIL_MS ? fast_fails + 1 : 0;
