@@ -193,7 +193,14 @@ $(T)/nmbl-stall.efi: $(T)/nmbl-selftest-initrd.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.watchdog=10 nmbl.selftest.stall=30)
 $(T)/nmbl-noinit.efi: $(T)/marker.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
-TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi
+
+# The contained menu's test (test/boot/test_contained.py): nmbl itself,
+# its signed command line giving grub-emu the self-test command that tries
+# what the seccomp filter denies (the kernel hands NAME=VALUE on to init's
+# environment).
+$(T)/nmbl-contained.efi: $(BUILD)/nmbl-initrd.img $(TEST_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT) NMBL_SELFTEST_CONTAINMENT=1)
+TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi $(T)/nmbl-contained.efi
 
 # The real-system test machine (test/system): Debian 12 from Debian's
 # archive with nmbl installed as its package installs it, GRUB installed and
