@@ -642,9 +642,8 @@ static int write_envblk(struct nmbl_broker *b, const char *disk, uint64_t start,
 	size_t done = 0;
 	int r;
 
-	if (start == 0)
-		snprintf(part, sizeof(part), "%s", name);
-	else if ((r = nmbl_find_partition(b->ctx, name, start, part, sizeof(part))) < 0)
+	r = nmbl_partition_name(b->ctx, disk, start, part, sizeof(part));
+	if (r < 0)
 		return r;
 	if (asprintf(&dev, "%s/dev/%s", b->ctx->root, part) < 0)
 		return -ENOMEM;

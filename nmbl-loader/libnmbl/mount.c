@@ -358,28 +358,33 @@ static bool already_ours(const struct nmbl_ctx *ctx, const char *path)
 	return false;
 }
 
+int nmbl_partition_name(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
+			char *ret_name, size_t size)
+{
+	const char *name = strrchr(disk, '/');
+
+	name = name ? name + 1 : disk;
+	if (!nmbl_valid_block_name(name) || strlen(name) >= size)
+		return -EINVAL;
+	if (start != 0)
+		return nmbl_find_partition(ctx, name, start, ret_name, size);
+	strcpy(ret_name, name);
+	return 0;
+}
+
 NMBL_EXPORT int nmbl_mount_partition(struct nmbl_ctx *ctx, const char *disk,
 				     uint64_t start, char **ret_mountpoint)
 {
 	char part[NMBL_NAME_MAX];
-	const char *name;
 	_cleanup_free_ char *dev = NULL, *target = NULL, *mountdir = NULL;
 	struct nmbl_mount *m;
 	int r;
 
 	if (!ctx || !disk || !ret_mountpoint)
 		return -EINVAL;
-	name = strrchr(disk, '/');
-	name = name ? name + 1 : disk;
-	if (!nmbl_valid_block_name(name))
-		return -EINVAL;
-	if (start == 0) {
-		strcpy(part, name);
-	} else {
-		r = nmbl_find_partition(ctx, name, start, part, sizeof(part));
-		if (r < 0)
-			return r;
-	}
+	r = nmbl_partition_name(ctx, disk, start, part, sizeof(part));
+	if (r < 0)
+		return r;
 	if (asprintf(&dev, "%s/dev/%s", ctx->root, part) < 0 ||
 	    asprintf(&target, "%s%s/%s", ctx->root, NMBL_MOUNT_DIR, part) < 0)
 		return -ENOMEM;

@@ -172,6 +172,10 @@ bool nmbl_valid_block_name(const char *name);
 int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret);
 /* The name of DISK's partition that starts at START (512-byte sectors),
  * from sysfs; -ENXIO when there is none. */
+/* The block device (its name, "vda2") of DISK ("/dev/vda" or "vda")'s
+ * partition that starts at START, or DISK itself for 0. */
+int nmbl_partition_name(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
+			char *ret_name, size_t size);
 int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 			char *ret_name, size_t size);
 
