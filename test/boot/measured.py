@@ -10,8 +10,10 @@ import base64
 import collections
 import hashlib
 import json
+import os
 import re
 import struct
+import subprocess
 
 EV_NO_ACTION = 0x03
 EV_IPL = 0x0D
@@ -44,11 +46,45 @@ class Report:
             assert len(data) == int(end), f"{path}: {len(data)} bytes arrived of {end}"
             self.files[path] = data
 
+        # test/target/init.c's lines for a LUKS volume on a second disk.
+        self.luks = {}
+        for m in re.finditer(r"NMBL-TARGET-LUKS (enroll|unlock) (?:pcrs=\S+ )?"
+                             r"(?:token=(\w+) )?exit=(-?\d+)", log):
+            self.luks[m.group(1)] = m.group(3)
+            if m.group(2):
+                self.luks["token"] = m.group(2)
+
     def banks(self):
         return sorted({bank for bank, _ in self.pcrs})
 
     def pcr(self, bank, index):
         return self.pcrs[(bank, index)]
+
+
+# What test/target/init.c enrolls with: the label names the PCRs.
+LUKS_ENROLL_LABEL = "nmbl-tpm2-pcrs="
+LUKS_TEST_PASSPHRASE = b"nmbl-test-passphrase"
+# What systemd's TPM2 token says when the PCRs are not the sealed ones.
+POLICY_MISMATCH = "Current policy digest does not match stored policy digest"
+
+
+def make_luks(path, pcrs, label=LUKS_ENROLL_LABEL):
+    """A small LUKS2 volume with a passphrase only, which the target enrolls
+    for the TPM's PCRS (e.g. "7+8+9") the first time it sees it (with
+    another LABEL, whoever that label names)."""
+    key = path + ".key"
+    with open(path, "wb") as f:
+        f.truncate(8 * 1024 * 1024)
+    with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(LUKS_TEST_PASSPHRASE)
+    # PBKDF2 and a small header: the passphrase only enrolls, and the VM is slow.
+    subprocess.run(["cryptsetup", "luksFormat", "--batch-mode", "--type", "luks2",
+                    "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000",
+                    "--luks2-metadata-size", "16k", "--luks2-keyslots-size", "1m",
+                    "--label", label + pcrs, "--key-file", key, path],
+                   check=True, capture_output=True)
+    os.unlink(key)
+    return path
 
 
 def parse_tcg(data):

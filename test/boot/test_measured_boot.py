@@ -5,6 +5,7 @@ command line, PCR 9 with the files GRUB reads and the kernel and initrds
 it boots, PCR 11 with the phase it leaves by; the logs the booted system
 gets replay to its live PCRs, by kexec and by direct boot, for one bank
 and three; what changes in a boot changes the PCRs it should and no other;
+a disk sealed to PCRs 7+8+9 unlocks for the entry it was sealed in only;
 a TPM lost under nmbl refuses the boot and the menu comes back."""
 
 import functools
@@ -86,11 +87,20 @@ def tpm(banks):
     return make_tpm_state(build_path("test", "tpm-" + "-".join(banks)), banks)
 
 
-def boot(name, choose=None, banks=("sha256",), image=None, secure_boot=True):
-    """Boot (the disk IMAGE), let CHOOSE(vm) pick at the menu, and return
-    what the target reported, its command line and the console log."""
+@functools.cache
+def luks_volume():
+    """A LUKS volume the first boot of entry A seals to PCRs 7, 8 and 9 with
+    systemd-cryptenroll, kept across the boots that get it."""
+    return measured.make_luks(build_path("test", "measured-luks.img"), "7+8+9")
+
+
+def boot(name, choose=None, banks=("sha256",), image=None, secure_boot=True, luks=None):
+    """Boot (the disk IMAGE, and the volume LUKS as a second disk), let
+    CHOOSE(vm) pick at the menu, and return what the target reported, its
+    command line and the console log."""
+    second = ["-drive", f"file={luks},format=raw,if=virtio"] if luks else []
     with VM(image or disk(), snapshot=True, tpm=tpm(banks), secure_boot=secure_boot,
-            log_file=build_path("test", f"measured-{name}.log")) as vm:
+            qemu_args=second, log_file=build_path("test", f"measured-{name}.log")) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         if choose:
             choose(vm)
@@ -102,12 +112,12 @@ def boot(name, choose=None, banks=("sha256",), image=None, secure_boot=True):
 
 @functools.cache
 def boot_a():
-    return boot("a")
+    return boot("a", luks=luks_volume())
 
 
 @functools.cache
 def boot_a_again():
-    return boot("a-again")
+    return boot("a-again", luks=luks_volume())
 
 
 def edit(vm):
@@ -120,12 +130,12 @@ def edit(vm):
 
 @functools.cache
 def boot_a_edited():
-    return boot("a-edited", edit)
+    return boot("a-edited", edit, luks=luks_volume())
 
 
 @functools.cache
 def boot_b():
-    return boot("b", lambda vm: vm.send(KEY_DOWN + KEY_ENTER))
+    return boot("b", lambda vm: vm.send(KEY_DOWN + KEY_ENTER), luks=luks_volume())
 
 
 @functools.cache
@@ -262,6 +272,9 @@ def test_other_entry_changes_pcrs_8_and_9():
 
 
 def test_one_byte_of_an_initrd_changes_pcr9_only():
+    """Also: entry A's boot had the LUKS volume as a second disk, this one
+    has not, and PCR 8 is the same: nmbl's search for grub.cfg measures
+    the same commands whatever the disks."""
     first, _, _ = boot_a()
     changed, _, _ = boot("initrd-changed", image=disk_initrd_changed())
     check_replays(changed, measured.NMBL_JSON_LOG_KEXEC)
@@ -278,6 +291,22 @@ def test_refused_kernel_is_in_the_log_and_the_replay_still_matches():
     pcr9 = texts(mine, 9)
     assert "/vmlinuz-unsigned" in pcr9, pcr9
     assert pcr9[-2:] == [f"/vmlinuz-{kver()}", f"/initrd.img-{kver()}"], pcr9
+
+
+def test_luks_sealed_to_pcrs_7_8_9_unlocks_for_entry_a_only():
+    """As a user seals a disk to the boot (systemd-cryptenroll
+    --tpm2-pcrs=7+8+9, in entry A's system): the TPM gives the key when A
+    boots again, not when B boots nor when A's command line is edited."""
+    first, _, _ = boot_a()
+    assert first.luks == {"enroll": "0", "token": "yes", "unlock": "0"}, \
+        f"entry A could not enroll and unlock its volume: {first.luks}"
+    again, _, _ = boot_a_again()
+    assert again.luks == {"token": "yes", "unlock": "0"}, f"entry A again: {again.luks}"
+    for name, (report, _, log) in (("entry B", boot_b()),
+                                   ("entry A with an edited command line", boot_a_edited())):
+        assert report.luks.get("token") == "yes" and report.luks["unlock"] != "0", \
+            f"{name} unlocked the volume sealed to A: {report.luks}"
+        assert measured.POLICY_MISMATCH in log, f"{name}: not refused for its PCRs"
 
 
 def test_direct_boot_logs_replay_to_the_pcrs():

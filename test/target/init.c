@@ -47,6 +47,17 @@
  *   for nmbl's logs in /run/log/nmbl/, systemd's userspace log and the
  *   firmware's event log as this kernel has it.
  *
+ * With a second disk (/dev/vdb) holding a LUKS2 volume, what a user sealing
+ * a volume to the TPM sees (whatever the command line):
+ *   NMBL-TARGET-LUKS enroll pcrs=<list> exit=<status>   when the volume has
+ *                                      no token yet and its label is
+ *                                      nmbl-tpm2-pcrs=<list>: enrolled by
+ *                                      systemd-cryptenroll --tpm2-pcrs=<list>
+ *   NMBL-TARGET-LUKS unlock token=<yes|no> exit=<status>   whether the
+ *                                      volume has a token, and cryptsetup open
+ *                                      --test-passphrase --token-only: 0
+ *                                      when the TPM gave the key
+ *
  * With nmbl.test-bootcfg=ACTION[,ACTION]... (install:PATH, bless, status,
  * remove), what nmbl's package and bless unit do on a real system: the
  * ESP (/dev/vda1, FAT; the entry loads vfat with rd.driver.pre=) mounted
@@ -503,32 +514,47 @@ static void boot_numbers(const char *name, char *out, size_t size)
 				      v[i] | v[i + 1] << 8);
 }
 
+/* ARGV run with ENVP, its output on the console (QUIET: only its
+ * errors); its exit status, or -1 when it did not exit. */
+static int run_program(char *const argv[], char *const envp[], bool quiet)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (console_fd >= 0) {
+			dup2(console_fd, STDOUT_FILENO);
+			dup2(console_fd, STDERR_FILENO);
+		}
+		if (quiet) {
+			int null = open("/dev/null", O_WRONLY);
+
+			if (null >= 0)
+				dup2(null, STDOUT_FILENO);
+		}
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static void run_bootcfg(const char *action)
 {
 	char verb[64], order[400], next[16];
 	const char *arg = strchr(action, ':');
 	size_t len = arg ? (size_t)(arg - action) : strlen(action);
-	int status = -1;
-	pid_t pid;
+	char *argv[] = { "/usr/bin/nmbl", "--verbose", "bootcfg", verb,
+			 arg ? (char *)arg + 1 : NULL, NULL };
+	char *envp[] = { NULL };
+	int status;
 
 	snprintf(verb, sizeof(verb), "%.*s", (int)len, action);
-	pid = fork();
-	if (pid == 0) {
-		char *argv[] = { "nmbl", "--verbose", "bootcfg", verb, arg ? (char *)arg + 1 : NULL,
-				 NULL };
-
-		if (console_fd >= 0) {
-			dup2(console_fd, STDOUT_FILENO);
-			dup2(console_fd, STDERR_FILENO);
-		}
-		execv("/usr/bin/nmbl", argv);
-		_exit(127);
-	}
-	if (pid > 0)
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-	out_line("NMBL-TARGET-BOOTCFG %s exit=%d", verb,
-		 pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	status = run_program(argv, envp, false);
+	out_line("NMBL-TARGET-BOOTCFG %s exit=%d", verb, status);
 	boot_numbers("BootOrder", order, sizeof(order));
 	boot_numbers("BootNext", next, sizeof(next));
 	out_line("NMBL-TARGET-BOOTORDER order=%s next=%s", order, next);
@@ -645,6 +671,64 @@ static void report_tpm(void)
 	report_file("/sys/kernel/security/tpm0/binary_bios_measurements");
 }
 
+/* The LUKS2 binary header's magic and label (cryptsetup's luks2.h). */
+static const char luks_magic[6] = { 'L', 'U', 'K', 'S', (char)0xba, (char)0xbe };
+#define LUKS_LABEL_OFFSET 24
+#define LUKS_LABEL_LEN 48
+/* What the tests format the volume with (test/boot/measured.py): a label
+ * naming the PCRs to enroll, and a passphrase for the enrolling. */
+#define LUKS_ENROLL_LABEL "nmbl-tpm2-pcrs="
+#define LUKS_TEST_PASSPHRASE "nmbl-test-passphrase"
+/* Where test/target/mkroot puts them. */
+#define CRYPTSETUP "/usr/sbin/cryptsetup"
+#define CRYPTENROLL "/usr/bin/systemd-cryptenroll"
+
+/* A second disk holding a LUKS2 volume (the measured-boot tests): as a
+ * user would, enroll the TPM (systemd-cryptenroll) when the volume has no
+ * token and its label asks for PCRs, then try to unlock it with the token
+ * alone, without activating it (cryptsetup --test-passphrase). */
+static void test_luks(void)
+{
+	static const char disk[] = "/dev/vdb", key[] = "/run/nmbl-luks-key";
+	char header[LUKS_LABEL_OFFSET + LUKS_LABEL_LEN + 1] = "", pcrs[80];
+	char *env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	char *has_token[] = { CRYPTSETUP, "token", "export", "--token-id", "0",
+			      (char *)disk, NULL };
+	char *unlock[] = { CRYPTSETUP, "open", "--test-passphrase", "--token-only",
+			   (char *)disk, NULL };
+	const char *label;
+	int fd = open(disk, O_RDONLY | O_CLOEXEC);
+	bool token;
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	n = read(fd, header, sizeof(header) - 1);
+	close(fd);
+	if (n != (ssize_t)sizeof(header) - 1 || memcmp(header, luks_magic, sizeof(luks_magic)))
+		return;
+	label = header + LUKS_LABEL_OFFSET;
+	token = run_program(has_token, env, true) == 0;
+	if (!token && strncmp(label, LUKS_ENROLL_LABEL, strlen(LUKS_ENROLL_LABEL)) == 0) {
+		char *enroll[] = { CRYPTENROLL, "--tpm2-device=auto", pcrs,
+				   "--unlock-key-file=/run/nmbl-luks-key", (char *)disk, NULL };
+		const char *err = write_file(key, LUKS_TEST_PASSPHRASE);
+		int status;
+
+		snprintf(pcrs, sizeof(pcrs), "--tpm2-pcrs=%s",
+			 label + strlen(LUKS_ENROLL_LABEL));
+		if (strcmp(err, "ok") != 0 || chmod(key, 0600) < 0)
+			out_line("NMBL-TARGET-WARN %s: %s", key, err);
+		status = run_program(enroll, env, false);
+		out_line("NMBL-TARGET-LUKS enroll pcrs=%s exit=%d",
+			 label + strlen(LUKS_ENROLL_LABEL), status);
+		unlink(key);
+		token = status == 0;
+	}
+	out_line("NMBL-TARGET-LUKS unlock token=%s exit=%d", token ? "yes" : "no",
+		 run_program(unlock, env, false));
+}
+
 static void power_off(void)
 {
 	static const int how[] = { RB_POWER_OFF, RB_AUTOBOOT };
@@ -680,6 +764,7 @@ int main(void)
 		test_root();
 		test_bootcfg();
 		report_tpm();
+		test_luks();
 	}
 
 	if (!pid1)
