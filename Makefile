@@ -38,7 +38,7 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu
 
-.PHONY: all deps check bench demo demo-plain uki fuzz clean distclean
+.PHONY: all deps check check-inputs bench demo demo-plain uki fuzz clean distclean
 # Objects made on the way are kept: a second make must have nothing to do.
 .SECONDARY:
 
@@ -56,9 +56,15 @@ include specs/install.mk
 
 # --- the two commands -------------------------------------------------------
 
+# What the tests need is built with a job per CPU unless the command line
+# says otherwise (GRUB alone is minutes of compiling); the tests then run
+# one module at a time (test/run).
+CHECK_JOBS ?= $(shell nproc)
 check: deps
-	$(MAKE) all $(UNIT_TESTS) $(TEST_FIXTURES) $(SYSTEM_FIXTURES) grub-suite-inputs
+	$(MAKE) -j$(CHECK_JOBS) check-inputs
 	test/run --build $(BUILD)
+
+check-inputs: all $(UNIT_TESTS) $(TEST_FIXTURES) $(SYSTEM_FIXTURES) grub-suite-inputs
 
 # Boot times in VMs, medians of BENCH_RUNS runs per variant (see test/bench);
 # with 5, one slow spell of the machine moved a median by a tenth.
