@@ -527,7 +527,7 @@ static int run_program(char *const argv[], char *const envp[], bool quiet)
 			dup2(console_fd, STDERR_FILENO);
 		}
 		if (quiet) {
-			int null = open("/dev/null", O_WRONLY);
+			int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
 			if (null >= 0)
 				dup2(null, STDOUT_FILENO);
@@ -690,7 +690,7 @@ static const char luks_magic[6] = { 'L', 'U', 'K', 'S', (char)0xba, (char)0xbe }
 static void test_luks(void)
 {
 	static const char disk[] = "/dev/vdb", key[] = "/run/nmbl-luks-key";
-	char header[LUKS_LABEL_OFFSET + LUKS_LABEL_LEN + 1] = "", pcrs[80];
+	char header[LUKS_LABEL_OFFSET + LUKS_LABEL_LEN + 1] = "", pcrs[80], key_file[64];
 	char *env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	char *has_token[] = { CRYPTSETUP, "token", "export", "--token-id", "0",
 			      (char *)disk, NULL };
@@ -710,13 +710,14 @@ static void test_luks(void)
 	label = header + LUKS_LABEL_OFFSET;
 	token = run_program(has_token, env, true) == 0;
 	if (!token && strncmp(label, LUKS_ENROLL_LABEL, strlen(LUKS_ENROLL_LABEL)) == 0) {
-		char *enroll[] = { CRYPTENROLL, "--tpm2-device=auto", pcrs,
-				   "--unlock-key-file=/run/nmbl-luks-key", (char *)disk, NULL };
+		char *enroll[] = { CRYPTENROLL, "--tpm2-device=auto", pcrs, key_file,
+				   (char *)disk, NULL };
 		const char *err = write_file(key, LUKS_TEST_PASSPHRASE);
 		int status;
 
 		snprintf(pcrs, sizeof(pcrs), "--tpm2-pcrs=%s",
 			 label + strlen(LUKS_ENROLL_LABEL));
+		snprintf(key_file, sizeof(key_file), "--unlock-key-file=%s", key);
 		if (strcmp(err, "ok") != 0 || chmod(key, 0600) < 0)
 			out_line("NMBL-TARGET-WARN %s: %s", key, err);
 		status = run_program(enroll, env, false);
