@@ -93,6 +93,7 @@ static bool module_present(const struct nmbl_ctx *ctx, const char *name)
 	return dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Every module of LIST, in order: a module's hard dependencies, all needed. */
 static int insert_list(struct nmbl_ctx *ctx, struct kmod_list *list, int depth)
 {
 	struct kmod_list *l;
@@ -107,6 +108,33 @@ static int insert_list(struct nmbl_ctx *ctx, struct kmod_list *list, int depth)
 			break;
 	}
 	return r;
+}
+
+/* Each module an alias or a soft dependency names, in order, as modprobe
+ * inserts them: one that cannot load does not stop the next (ext4's soft
+ * dependency crypto-crc32c names crc32c-intel, which fails with ENODEV
+ * without SSE4.2, then crc32c_generic).  0 for an empty list or when one
+ * loaded or was there; else the first failure. */
+static int insert_each(struct nmbl_ctx *ctx, struct kmod_list *list, int depth)
+{
+	struct kmod_list *l;
+	int first = 0;
+	bool loaded = false;
+
+	kmod_list_foreach(l, list) {
+		struct kmod_module *m = kmod_module_get_module(l);
+		int r = insert(ctx, m, depth);
+
+		if (r < 0) {
+			nmbl_info(ctx, "module %s: %s", kmod_module_get_name(m), nmbl_strerror(r));
+			if (!first)
+				first = r;
+		} else {
+			loaded = true;
+		}
+		kmod_module_unref(m);
+	}
+	return loaded ? 0 : first;
 }
 
 /* Soft dependencies before, hard dependencies, the module, soft after:
@@ -129,7 +157,7 @@ static int insert(struct nmbl_ctx *ctx, struct kmod_module *mod, int depth)
 
 	if (kmod_module_get_softdeps(mod, &pre, &post) == 0) {
 		/* A missing soft dependency is no failure, as for modprobe. */
-		(void)insert_list(ctx, pre, depth + 1);
+		(void)insert_each(ctx, pre, depth + 1);
 	}
 	deps = kmod_module_get_dependencies(mod);
 	r = insert_list(ctx, deps, depth + 1);
@@ -147,7 +175,7 @@ static int insert(struct nmbl_ctx *ctx, struct kmod_module *mod, int depth)
 		r = 0;
 	if (r == 0)
 		nmbl_info(ctx, "loaded module %s", kmod_module_get_name(mod));
-	(void)insert_list(ctx, post, depth + 1);
+	(void)insert_each(ctx, post, depth + 1);
 out:
 	kmod_module_unref_list(pre);
 	kmod_module_unref_list(post);
@@ -169,7 +197,7 @@ static int load_alias(struct nmbl_ctx *ctx, struct kmod_ctx *k,
 	kmod_module_unref_list(list);
 	if (r < 0)
 		return r;
-	r = insert_list(ctx, filtered, 0);
+	r = insert_each(ctx, filtered, 0);
 	kmod_module_unref_list(filtered);
 	return r;
 }

@@ -120,7 +120,10 @@ int nmbl_sys_finit_module(int fd, const char *params)
 		return -errno;
 	path[n] = '\0';
 	base = strrchr(path, '/');
-	record("insmod %s;", base ? base + 1 : path);
+	base = base ? base + 1 : path;
+	record("insmod %s;", base);
+	if (fake.finit_fail_module && strcmp(base, fake.finit_fail_module) == 0)
+		return fake.finit_fail_errno;
 	return fake.finit_errno;
 }
 

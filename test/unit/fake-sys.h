@@ -12,6 +12,10 @@ struct fake_sys {
 	const char *root; /* stripped from recorded paths */
 	int kexec_errno, mount_errno, reboot_errno, systemctl_errno, keyring_errno,
 	    finit_errno, efivar_errno;
+	/* One module (its file's name) fails to insert with this errno, as a
+	 * module for hardware the machine lacks does (crc32c-intel: ENODEV). */
+	const char *finit_fail_module;
+	int finit_fail_errno;
 	/* The watchdog: opening it, setting its timeout, stopping it fail
 	 * with these; the timeout the driver sets instead (0: as asked). */
 	int watchdog_errno, watchdog_timeout_errno, watchdog_stop_errno;

@@ -15,7 +15,7 @@
 
 static const char *const modules[] = {
 	"fs/ext4/ext4.ko", "fs/jbd2/jbd2.ko", "fs/mbcache.ko", "lib/crc16.ko",
-	"crypto/crc32c_generic.ko", "drivers/block/virtio_blk.ko",
+	"crypto/crc32c_generic.ko", "arch/x86/crypto/crc32c-intel.ko", "drivers/block/virtio_blk.ko",
 	"drivers/virtio/virtio.ko", "drivers/virtio/virtio_ring.ko",
 	"fs/fat/fat.ko", "fs/fat/vfat.ko", "fs/nls/nls_cp437.ko", "fs/nls/nls_ascii.ko",
 	"fs/nls/nls_utf8.ko",
@@ -59,6 +59,37 @@ static void test_alias_loads_dependencies_first(void)
 	/* ext4 comes last: after its soft and hard dependencies. */
 	CHECK(pos("insmod ext4.ko;") && strlen(pos("insmod ext4.ko;")) == strlen("insmod ext4.ko;"));
 	CHECK(pos("insmod crc32c_generic.ko;") < pos("insmod ext4.ko;"));
+}
+
+/* ext4's soft dependency crypto-crc32c names crc32c-intel and
+ * crc32c_generic: on a CPU without SSE4.2 (QEMU's qemu64) the first fails
+ * with ENODEV, and the second must still load, as modprobe would load it. */
+static void test_candidate_that_cannot_load_gives_way_to_the_next(void)
+{
+	fake.calls[0] = '\0';
+	fake.finit_fail_module = "crc32c-intel.ko";
+	fake.finit_fail_errno = -ENODEV;
+	CHECK_INT(nmbl_load_module(ctx, "fs-ext4"), 0);
+	CHECK(pos("insmod crc32c-intel.ko;") && pos("insmod crc32c_generic.ko;"));
+	CHECK(pos("insmod crc32c_generic.ko;") < pos("insmod ext4.ko;"));
+	/* Asked for by its alias, the same. */
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_load_module(ctx, "crypto-crc32c"), 0);
+	CHECK(pos("insmod crc32c_generic.ko;"));
+	/* When no candidate loads, the answer is a failure: both were tried. */
+	fake.finit_errno = -EPERM;
+	fake.calls[0] = '\0';
+	CHECK(nmbl_load_module(ctx, "crypto-crc32c") < 0);
+	CHECK(pos("insmod crc32c-intel.ko;") && pos("insmod crc32c_generic.ko;"));
+	/* A hard dependency that fails still stops its module. */
+	fake.finit_fail_module = "jbd2.ko";
+	fake.finit_fail_errno = -ENOEXEC;
+	fake.finit_errno = 0;
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_load_module(ctx, "ext4"), -ENOEXEC);
+	CHECK(!pos("insmod ext4.ko;"));
+	fake.finit_fail_module = NULL;
+	fake.finit_fail_errno = 0;
 }
 
 /* An ESP: vfat, and the character sets the kernel mounts it with, which it
@@ -221,6 +252,7 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_alias_loads_dependencies_first,
+		test_candidate_that_cannot_load_gives_way_to_the_next,
 		test_vfat_loads_its_character_sets,
 		test_loaded_modules_are_skipped,
 		test_unknown_and_blacklisted,
