@@ -143,7 +143,7 @@ class VM:
                  vars_file=None, log_file=None, echo=None, qemu_args=(),
                  qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
                  pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None, disk_format="raw",
-                 tpm=None):
+                 tpm=None, cpu="max"):
         """disk: raw image (or DISK_FORMAT, e.g. a qcow2 overlay), attached as
             virtio (/dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
@@ -158,6 +158,8 @@ class VM:
             QEMU's blkdebug driver, which fails the reads that file names.
         tpm: a TPM 2.0 state directory (make_tpm_state()): the machine gets a
             CRB TPM, swtpm running on that state, which it keeps across boots.
+        cpu: QEMU's CPU model (-cpu): "max", every feature TCG has; "qemu64",
+            what libvirt gives a machine made without --cpu.
         """
         code, template = FIRMWARE[bool(secure_boot)]
         self.disk = disk
@@ -175,6 +177,7 @@ class VM:
         self.blkdebug = blkdebug
         self.disk_format = disk_format
         self.tpm = tpm
+        self.cpu = cpu
         self._swtpm = None
         self.pace = pace
         self.esc_delay = esc_delay
@@ -202,7 +205,7 @@ class VM:
         if self.snapshot:
             drive += ",snapshot=on"
         accel = "tcg" if self.tb_size is None else f"tcg,tb-size={self.tb_size}"
-        cmd = [self.qemu, "-accel", accel, "-cpu", "max", "-m", str(self.memory),
+        cmd = [self.qemu, "-accel", accel, "-cpu", self.cpu, "-m", str(self.memory),
                "-machine", "q35,smm=on"]
         if self.secure_boot:
             # SMM + secure flash: otherwise the OS could rewrite the variables
