@@ -170,12 +170,12 @@ int nmbl_utf8_to_utf16(const char *s, void **ret, size_t *ret_len);
 bool nmbl_valid_block_name(const char *name);
 /* A decimal number from a small file below the context's root. */
 int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret);
-/* The name of DISK's partition that starts at START (512-byte sectors),
- * from sysfs; -ENXIO when there is none. */
 /* The block device (its name, "vda2") of DISK ("/dev/vda" or "vda")'s
  * partition that starts at START, or DISK itself for 0. */
 int nmbl_partition_name(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 			char *ret_name, size_t size);
+/* The name of DISK's partition that starts at START (512-byte sectors),
+ * from sysfs; -ENXIO when there is none. */
 int nmbl_find_partition(const struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 			char *ret_name, size_t size);
 

@@ -18,30 +18,35 @@ def boot_default(name, **machine):
     return up
 
 
+def first_entry_cmdline():
+    """What the target's command line must be: the default entry's."""
+    return expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first")
+
+
 def test_qemu64_cpu_boots():
     """libvirt's CPU for a machine made without --cpu: no SSE4.2, so
     crc32c-intel, the first module of ext4's soft dependency crypto-crc32c,
     cannot load; nmbl must go on to crc32c_generic to mount /boot."""
     up = boot_default("qemu64", cpu="qemu64")
     assert up.group(1) == kver(), up.group(1)
-    want = expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first")
+    want = first_entry_cmdline()
     assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
 
 
 def test_older_cpu_without_avx_two_vcpus_boots():
     """A named older model (Nehalem: SSE4.2, no AVX) with two vCPUs."""
     up = boot_default("nehalem-smp2", cpu="Nehalem", qemu_args=["-smp", "2"])
-    assert up.group(2) == expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first"), up.group(2)
+    assert up.group(2) == first_entry_cmdline(), up.group(2)
 
 
 def test_amd_cpu_with_4_gib_boots():
     """An AMD model, and memory above 4 GiB's hole: the kernel and initrds
     wherever kexec_file_load puts them."""
     up = boot_default("epyc-4g", cpu="EPYC", memory=4608)
-    assert up.group(2) == expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first"), up.group(2)
+    assert up.group(2) == first_entry_cmdline(), up.group(2)
 
 
 def test_256_mib_boots():
     """The smallest machine nmbl promises to boot."""
     up = boot_default("256m", memory=256)
-    assert up.group(2) == expected_cmdline(f"/vmlinuz-{kver()}", "nmbl.entry=first"), up.group(2)
+    assert up.group(2) == first_entry_cmdline(), up.group(2)
