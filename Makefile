@@ -33,7 +33,8 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
 	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
 	parted lzop fonts-unifont swtpm swtpm-tools tpm2-tools \
-	cryptsetup-bin libtss2-esys-3.0.2-0 libtss2-rc0 libtss2-mu0 libtss2-tcti-device0
+	cryptsetup-bin libtss2-esys-3.0.2-0 libtss2-rc0 libtss2-mu0 libtss2-tcti-device0 \
+	tesseract-ocr
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/grub-emu

@@ -106,7 +106,7 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separa
     files bring their own).  Without SEPARATE_BOOT, /boot is a directory of
     the root file system, as Debian installs it.
     LAYOUT goes to mkdisk.build (root_label, root_partuuid, root_fstype,
-    root_subvol, ...).
+    root_subvol, table, ...; the UUIDs default to the tests' own).
     Returns the image's path; the trees are in NAME's work directory."""
     top = workdir(name)
     esp = os.path.join(top, "esp")
@@ -131,7 +131,9 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separa
         with open(os.path.join(boot, "grub", "grub.cfg"), "w") as f:
             f.write(grub_cfg)
     image = os.path.join(top, "disk.img")
-    mkdisk.build(image, esp=esp, boot=boot if separate_boot else None, root=root,
-                 boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_partuuid=ESP_PARTUUID,
-                 esp_volid=ESP_VOLID, **layout)
+    layout = dict(dict(boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_volid=ESP_VOLID),
+                  **layout)
+    if layout.get("table", "gpt") == "gpt":
+        layout.setdefault("esp_partuuid", ESP_PARTUUID)
+    mkdisk.build(image, esp=esp, boot=boot if separate_boot else None, root=root, **layout)
     return image

@@ -3,19 +3,58 @@
 disk with GPT, a serial console): each boots through nmbl's menu into the
 target, with the entry's command line."""
 
+import functools
+import os
+import subprocess
+import tempfile
+import time
+
+import mkdisk
 import test_kexec
-from fixture import BOOT_TIMEOUT, MENU_READY, TARGET_UP, VM, build_path, expected_cmdline, kver
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, ESP_PARTUUID, ESP_VOLID, MENU_READY, ROOT_UUID,
+                     TARGET_UP, VM, build_path, entry, expected_cmdline, kver, make_disk,
+                     workdir)
+
+# What the screen of a menu shows (read back from QEMU's screendump): the
+# title GRUB draws, and an entry that is not highlighted (OCR loses the
+# highlighted one's inverted colours).
+MENU_ON_SCREEN = ("GNU GRUB", "second entry")
 
 
-def boot_default(name, **machine):
-    """Test_kexec's machine, changed as MACHINE says (VM's arguments): the
-    default entry boots after the timeout; the target's line."""
-    with VM(test_kexec.disk(), snapshot=True, log_file=build_path("test", f"machine-{name}.log"),
-            **machine) as vm:
+def boot_default(name, disk=None, screen=False, **machine):
+    """Test_kexec's machine (or DISK), changed as MACHINE says (VM's
+    arguments): the default entry boots after the timeout; the target's
+    line.  SCREEN: the menu is on the screen too, while it counts down."""
+    with VM(disk or test_kexec.disk(), snapshot=True, qmp=screen,
+            log_file=build_path("test", f"machine-{name}.log"), **machine) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        if screen:
+            wait_for_screen(vm, MENU_ON_SCREEN, timeout=30)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         vm.wait_exit(timeout=60)
     return up
+
+
+def screen_text(vm):
+    """What the machine's screen says, as OCR reads QEMU's screendump."""
+    with tempfile.TemporaryDirectory(prefix="nmbl-screen-") as tmp:
+        shot = os.path.join(tmp, "screen.ppm")
+        vm.screendump(shot)
+        p = subprocess.run(["tesseract", shot, "-"], capture_output=True, text=True,
+                           env=dict(os.environ, OMP_THREAD_LIMIT="1"))
+    assert p.returncode == 0, f"tesseract failed: {p.stderr}"
+    return p.stdout
+
+
+def wait_for_screen(vm, texts, timeout):
+    """Until the screen shows every one of TEXTS; what it showed last if not."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = screen_text(vm)
+        if all(t in shown for t in texts):
+            return shown
+        assert time.monotonic() < deadline, \
+            f"the screen does not show {texts} after {timeout} s; it shows:\n{shown}"
 
 
 def first_entry_cmdline():
@@ -50,3 +89,141 @@ def test_256_mib_boots():
     """The smallest machine nmbl promises to boot."""
     up = boot_default("256m", memory=256)
     assert up.group(2) == first_entry_cmdline(), up.group(2)
+
+
+# --- disks: controllers, two disks, labels twice, MBR -------------------------
+
+# Every file system on two disks has the same label: GRUB's search and the
+# root= the target mounts name them by UUID.
+LABELS = dict(esp_label="ESP", boot_label="boot", root_label="root")
+DECOY_BOOT_UUID = "dec0dec0-b007-4b00-8b00-dec0dec0b007"
+DECOY_ROOT_UUID = "dec0dec0-2007-4200-8200-dec0dec02007"
+
+
+def stub(name, boot_uuid, hint):
+    """The grub.cfg Debian's grub-install puts on the ESP, where GRUB's EFI
+    image starts: /boot by its UUID, then its grub.cfg."""
+    path = build_path("test", f"machine-{name}-stub.cfg")
+    with open(path, "w") as f:
+        f.write(f"search.fs_uuid {boot_uuid} root {hint}\nset prefix=($root)'/grub'\n"
+                "configfile $prefix/grub.cfg\n")
+    return path
+
+
+def target_boot_files():
+    k = kver()
+    return {f"vmlinuz-{k}": build_path("test", "vmlinuz-test"),
+            f"initrd.img-{k}": build_path("test", "target-initrd.img")}
+
+
+@functools.cache
+def split_disks():
+    """Test_kexec's system on two disks, the ESP alone on the first, /boot
+    and root on the second; and a third, another system's, whose file
+    systems have the same labels (its own ESP, stub, /boot and grub.cfg,
+    each with its own UUID)."""
+    make_disk("machine-split", test_kexec.grub_cfg(), test_kexec.boot_files(),
+              esp_files={"EFI/debian/grub.cfg": stub("split", BOOT_UUID, "hd0,gpt2")}, **LABELS)
+    top = build_path("test", "machine-split")
+    esp, system = os.path.join(top, "esp.img"), os.path.join(top, "system.img")
+    mkdisk.build(esp, esp=os.path.join(top, "esp"), esp_partuuid=ESP_PARTUUID,
+                 esp_volid=ESP_VOLID, esp_label=LABELS["esp_label"])
+    mkdisk.build(system, esp=None, boot=os.path.join(top, "boot"),
+                 root=build_path("test", "target-root"), boot_uuid=BOOT_UUID,
+                 root_uuid=ROOT_UUID, boot_label=LABELS["boot_label"],
+                 root_label=LABELS["root_label"])
+    cfg = "set default=0\nset timeout=3\n\n" + entry(
+        "Another system", f"/vmlinuz-{kver()}", "nmbl.entry=decoy").replace(
+            BOOT_UUID, DECOY_BOOT_UUID).replace(ROOT_UUID, DECOY_ROOT_UUID)
+    decoy = make_disk("machine-decoy", cfg, target_boot_files(),
+                      esp_files={"EFI/debian/grub.cfg": stub("decoy", DECOY_BOOT_UUID, "hd0,gpt2")},
+                      boot_uuid=DECOY_BOOT_UUID, root_uuid=DECOY_ROOT_UUID, esp_volid="DEC0-0001",
+                      esp_partuuid="dec0dec0-e5b0-4e5b-8e5b-dec0dec0e5b0", **LABELS)
+    return esp, system, decoy
+
+
+@functools.cache
+def mbr_disk():
+    """Test_kexec's system on an MBR disk: the ESP is partition 1 of type
+    0xEF, and grub.cfg names /boot (hd0,msdos2), as grub-mkconfig does."""
+    k = kver()
+    cfg = f"""set default=0
+set timeout=3
+
+menuentry 'Debian GNU/Linux' --class debian --class gnu-linux {{
+	set root='hd0,msdos2'
+	echo	'Loading Linux {k} ...'
+	linux	($root)/vmlinuz-{k} root=UUID={ROOT_UUID} ro console=ttyS0,115200 nmbl.entry=mbr
+	initrd	(hd0,msdos2)/initrd.img-{k}
+}}
+"""
+    return make_disk("machine-mbr", cfg, target_boot_files(),
+                     esp_files={"EFI/debian/grub.cfg": stub("mbr", BOOT_UUID, "hd0,msdos2")},
+                     table="mbr")
+
+
+def test_virtio_scsi_esp_and_boot_on_two_disks_beside_same_labels():
+    """The ESP on one virtio-scsi disk, /boot and root on another, and a
+    third disk (virtio-blk) whose file systems carry the same labels: the
+    system the firmware started nmbl from boots, found by its UUIDs."""
+    esp, system, decoy = split_disks()
+    up = boot_default("scsi-split", disk=esp, bus="scsi",
+                      disks=[(system, "scsi"), (decoy, "virtio")])
+    assert up.group(2) == first_entry_cmdline(), up.group(2)
+
+
+def test_sata_disk_with_menu_on_screen_and_serial():
+    """The disk on AHCI (q35's SATA controller); the menu on the screen as
+    on the serial console."""
+    up = boot_default("sata", bus="sata", screen=True)
+    assert up.group(2) == first_entry_cmdline(), up.group(2)
+
+
+def test_nvme_disk_with_mbr():
+    """An MBR disk on NVMe: the ESP has no partition UUID for the firmware
+    to pass on (systemd-stub sets no LoaderDevicePartUUID), and grub.cfg
+    names (hd0,msdos2)."""
+    up = boot_default("nvme-mbr", disk=mbr_disk(), bus="nvme")
+    k = kver()
+    want = (f"BOOT_IMAGE=(hd0,msdos2)/vmlinuz-{k} root=UUID={ROOT_UUID} ro "
+            "console=ttyS0,115200 nmbl.entry=mbr")
+    assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"
+
+
+def test_usb_stick_on_xhci():
+    """The whole disk on a USB stick behind xHCI: Linux finds it only once
+    the host controller's driver is loaded and the bus enumerated, after
+    nmbl has begun to wait for the ESP."""
+    up = boot_default("usb", bus="usb")
+    assert up.group(2) == first_entry_cmdline(), up.group(2)
+
+
+# --- consoles ------------------------------------------------------------------
+
+@functools.cache
+def screen_disk():
+    """Entries for a machine whose console is its screen: the target
+    reports on its virtio console (console=tty0 first: with hvc0 alone,
+    whose driver is a module, the target's initramfs starts without a
+    console at all)."""
+    k = kver()
+    cfg = "set default=0\nset timeout=30\n\n"
+    for title, extra in (("Debian GNU/Linux", "nmbl.entry=first"),
+                         ("Debian GNU/Linux, second entry", "nmbl.entry=screen-keys")):
+        cfg += entry(title, f"/vmlinuz-{k}", extra).replace(
+            "console=ttyS0,115200", "console=tty0 console=hvc0")
+    return make_disk("machine-screen", cfg, target_boot_files())
+
+
+def test_screen_only_with_ps2_keyboard():
+    """No serial port at all: the menu is on the screen, and keys typed on
+    the PS/2 keyboard choose the second entry."""
+    with VM(screen_disk(), snapshot=True, serial=False, qmp=True,
+            log_file=build_path("test", "machine-screen.log")) as vm:
+        wait_for_screen(vm, MENU_ON_SCREEN + ("executed automatically",), timeout=BOOT_TIMEOUT)
+        vm.qmp().keys("down", "ret")
+        up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_exit(timeout=60)
+    want = (f"BOOT_IMAGE=/vmlinuz-{kver()} root=UUID={ROOT_UUID} ro console=tty0 console=hvc0 "
+            "nmbl.entry=screen-keys")
+    assert up.group(2) == want, f"target's cmdline\n  {up.group(2)!r}\nexpected\n  {want!r}"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Build a GPT raw disk image from directory trees, without mounting anything.
+"""Build a raw disk image (GPT, or MBR) from directory trees, without mounting anything.
 
 Partition 1 is the ESP (vfat), then an optional /boot (ext4), then an optional
-root (ext4, or btrfs). Each file system is made in a file of its own
+root (ext4, or btrfs); a disk without an ESP starts with /boot. Each file system is made in a file of its own
 (mkfs.vfat + mcopy, mke2fs -d, mkfs.btrfs --rootdir) and copied into the
 image at its 1 MiB aligned offset.
 
@@ -34,6 +34,8 @@ TYPE_ESP = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
 # GRUB-booted systems do; the discoverable "root x86-64" type would let
 # systemd-gpt-auto mount root behind the test's back.
 TYPE_LINUX = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+# The same roles on an MBR disk: "EFI System" (0xEF), "Linux" (0x83).
+MBR_TYPES = {TYPE_ESP: "ef", TYPE_LINUX: "83"}
 
 
 def tree_bytes(path):
@@ -139,8 +141,12 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
           esp_label=None, boot_label=None, root_label=None,
           esp_volid=None, boot_uuid=None, root_uuid=None,
           esp_partuuid=None, boot_partuuid=None, root_partuuid=None,
-          disk_guid=None, root_subvol=None):
+          disk_guid=None, root_subvol=None, table="gpt"):
     """Write the image OUT and return its layout as a dict (see README.md).
+
+    ESP None: no ESP, /boot (or root) is partition 1.  TABLE is gpt or mbr;
+    on MBR a partition's UUID is the disk id and its number ("1234abcd-01",
+    as blkid and root=PARTUUID= name it), so none may be given.
 
     Sizes are in MiB (None: computed from the tree). UUIDs, the vfat volume
     id ("ABCD-1234" or "abcd1234") and the disk GUID are random unless given.
@@ -151,9 +157,15 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
     """
     if root_fstype not in ("ext4", "btrfs"):
         raise ValueError(f"root file system must be ext4 or btrfs: {root_fstype}")
-    parts = [dict(role="esp", fstype="vfat", tree=esp, mib=esp_size,
-                  label=esp_label, uuid=esp_volid, partuuid=esp_partuuid,
-                  type=TYPE_ESP, name="ESP")]
+    if table not in ("gpt", "mbr"):
+        raise ValueError(f"partition table must be gpt or mbr: {table}")
+    if table == "mbr" and any((esp_partuuid, boot_partuuid, root_partuuid)):
+        raise ValueError("an MBR partition's UUID is the disk id and its number: give disk_guid")
+    parts = []
+    if esp is not None:
+        parts.append(dict(role="esp", fstype="vfat", tree=esp, mib=esp_size,
+                          label=esp_label, uuid=esp_volid, partuuid=esp_partuuid,
+                          type=TYPE_ESP, name="ESP"))
     if boot is not None:
         parts.append(dict(role="boot", fstype="ext4", tree=boot, mib=boot_size,
                           label=boot_label, uuid=boot_uuid, partuuid=boot_partuuid,
@@ -175,7 +187,8 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
         p["start"] = offset
         p["size"] = p["mib"] * MiB
         offset += p["size"]
-        p["partuuid"] = _uuid(p["partuuid"], f"{p['role']} partition UUID")
+        p["partuuid"] = (None if table == "mbr" else
+                         _uuid(p["partuuid"], f"{p['role']} partition UUID"))
         if p["fstype"] == "vfat":
             volid = (p["uuid"] or uuid.uuid4().hex[:8]).replace("-", "").upper()
             if not re.fullmatch(r"[0-9A-F]{8}", volid):  # mkfs.vfat would half-parse it
@@ -188,12 +201,21 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
     image_size = offset + ALIGN
     disk_guid = _uuid(disk_guid, "disk GUID")
 
-    script = ["label: gpt", f"label-id: {disk_guid}", "unit: sectors",
-              f"sector-size: {SECTOR}", ""]
-    for p in parts:
-        script.append(f"{p['number']} : start={p['start'] // SECTOR}, "
-                      f"size={p['size'] // SECTOR}, type={p['type']}, "
-                      f"uuid={p['partuuid']}, name=\"{p['name']}\"")
+    if table == "mbr":
+        disk_id = disk_guid.replace("-", "")[:8]
+        script = ["label: dos", f"label-id: 0x{disk_id}", "unit: sectors",
+                  f"sector-size: {SECTOR}", ""]
+        for p in parts:
+            p["partuuid"] = f"{disk_id}-{p['number']:02x}"
+            script.append(f"{p['number']} : start={p['start'] // SECTOR}, "
+                          f"size={p['size'] // SECTOR}, type={MBR_TYPES[p['type']]}")
+    else:
+        script = ["label: gpt", f"label-id: {disk_guid}", "unit: sectors",
+                  f"sector-size: {SECTOR}", ""]
+        for p in parts:
+            script.append(f"{p['number']} : start={p['start'] // SECTOR}, "
+                          f"size={p['size'] // SECTOR}, type={p['type']}, "
+                          f"uuid={p['partuuid']}, name=\"{p['name']}\"")
 
     try:
         _write(out, parts, image_size, script)
@@ -205,6 +227,7 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
     keep = ("number", "role", "fstype", "start", "size", "uuid", "partuuid", "label")
     return {
         "image": out,
+        "table": table,
         "size": image_size,
         "sector_size": SECTOR,
         "disk_guid": disk_guid,
@@ -237,7 +260,7 @@ def _write(out, parts, image_size, script):
 
 def add_arguments(parser):
     """The layout options, shared with `vm.py boot`."""
-    parser.add_argument("--esp", required=True, metavar="DIR", help="tree for the ESP (vfat)")
+    parser.add_argument("--esp", metavar="DIR", help="tree for the ESP (vfat), optional")
     parser.add_argument("--boot", metavar="DIR", help="tree for /boot (ext4), optional")
     parser.add_argument("--root", metavar="DIR", help="tree for / (ext4), optional")
     parser.add_argument("--root-fstype", default="ext4", choices=("ext4", "btrfs"),
@@ -252,13 +275,16 @@ def add_arguments(parser):
     parser.add_argument("--root-uuid", metavar="UUID", help="/ ext4 UUID")
     parser.add_argument("--root-subvol", metavar="NAME",
                         help="btrfs: put the root tree into subvolume NAME (needs root, a loop device)")
-    parser.add_argument("--disk-guid", metavar="UUID", help="GPT disk GUID")
+    parser.add_argument("--disk-guid", metavar="UUID",
+                        help="GPT disk GUID (MBR: its first 8 hex digits are the disk id)")
+    parser.add_argument("--table", default="gpt", choices=("gpt", "mbr"),
+                        help="partition table (default gpt)")
 
 
 def build_from_args(out, args):
     names = ("root_fstype", "esp_size", "boot_size", "root_size", "esp_label", "boot_label",
              "root_label", "esp_volid", "boot_uuid", "root_uuid", "esp_partuuid",
-             "boot_partuuid", "root_partuuid", "disk_guid", "root_subvol")
+             "boot_partuuid", "root_partuuid", "disk_guid", "root_subvol", "table")
     return build(out, args.esp, args.boot, args.root,
                  **{n: getattr(args, n) for n in names})
 

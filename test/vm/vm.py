@@ -38,6 +38,17 @@ FIRMWARE = {
     False: ("OVMF_CODE_4M.fd", "OVMF_VARS_4M.fd"),
 }
 
+# How a disk is attached, by bus: the controller the bus needs (once per
+# machine), then the disk's own device; {id} is its drive, {n} its number.
+# "sata" is q35's own AHCI controller, "usb" a USB stick on an xHCI port.
+DISK_BUSES = {
+    "virtio": (None, "virtio-blk-pci,drive={id}"),
+    "scsi": ("virtio-scsi-pci,id=scsi", "scsi-hd,drive={id},bus=scsi.0"),
+    "sata": (None, "ide-hd,drive={id},bus=ide.{n}"),
+    "nvme": (None, "nvme,drive={id},serial=nmbl{n}"),
+    "usb": ("qemu-xhci,id=xhci", "usb-storage,drive={id},bus=xhci.0"),
+}
+
 # Keys as a VT100/xterm serial terminal sends them.
 KEY_UP, KEY_DOWN, KEY_RIGHT, KEY_LEFT = "\x1b[A", "\x1b[B", "\x1b[C", "\x1b[D"
 KEY_HOME, KEY_END = "\x1b[H", "\x1b[F"
@@ -143,7 +154,7 @@ class VM:
                  vars_file=None, log_file=None, echo=None, qemu_args=(),
                  qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
                  pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None, disk_format="raw",
-                 tpm=None, cpu="max"):
+                 tpm=None, cpu="max", bus="virtio", disks=(), serial=True, qmp=False):
         """disk: raw image (or DISK_FORMAT, e.g. a qcow2 overlay), attached as
             virtio (/dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
@@ -160,6 +171,14 @@ class VM:
             CRB TPM, swtpm running on that state, which it keeps across boots.
         cpu: QEMU's CPU model (-cpu): "max", every feature TCG has; "qemu64",
             what libvirt gives a machine made without --cpu.
+        bus: how DISK is attached (DISK_BUSES): virtio, scsi, sata, nvme, usb.
+        disks: more disks, (image, bus) pairs, after DISK (which the
+            firmware tries first); SNAPSHOT covers them too.
+        serial: False for a machine without a serial port: what is read and
+            written here is then a virtio console (hvc0), which only a system
+            that loads virtio_console and names console=hvc0 uses.
+        qmp: a QEMU machine protocol socket, for self.qmp() (keys typed on
+            the machine's own keyboard, screendump()).
         """
         code, template = FIRMWARE[bool(secure_boot)]
         self.disk = disk
@@ -178,6 +197,13 @@ class VM:
         self.disk_format = disk_format
         self.tpm = tpm
         self.cpu = cpu
+        self.disks = [(disk, bus)] + list(disks)
+        for _, b in self.disks:
+            if b not in DISK_BUSES:
+                raise ValueError(f"unknown disk bus {b!r}: not one of {', '.join(DISK_BUSES)}")
+        self.serial = serial
+        self.want_qmp = qmp
+        self._qmp = None
         self._swtpm = None
         self.pace = pace
         self.esc_delay = esc_delay
@@ -200,10 +226,6 @@ class VM:
 
     def command(self):
         """The QEMU command line (needs vars_file set; start() does that)."""
-        source = f"blkdebug:{self.blkdebug}:{self.disk}" if self.blkdebug else self.disk
-        drive = f"file={source},format={self.disk_format},if=virtio"
-        if self.snapshot:
-            drive += ",snapshot=on"
         accel = "tcg" if self.tb_size is None else f"tcg,tb-size={self.tb_size}"
         cmd = [self.qemu, "-accel", accel, "-cpu", self.cpu, "-m", str(self.memory),
                "-machine", "q35,smm=on"]
@@ -213,16 +235,59 @@ class VM:
             cmd += ["-global", "driver=cfi.pflash01,property=secure,value=on"]
         cmd += ["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={self.ovmf_code}",
                 "-drive", f"if=pflash,format=raw,unit=1,file={self.vars_file}",
-                "-drive", drive,
+                *self._disk_args(),
                 # stdio on pipes: no connect race and no socket path to clean up;
                 # -display/-monitor none keep anything else off stdio.
-                "-display", "none", "-serial", "stdio", "-monitor", "none",
+                "-display", "none", *self._console_args(), "-monitor", "none",
                 "-no-reboot", "-nic", "none"]
+        if self.want_qmp:
+            cmd += ["-qmp", f"unix:{self._qmp_socket()},server=on,wait=off"]
         if self.tpm:
             cmd += ["-chardev", f"socket,id=chrtpm,path={self._tpm_socket()}",
                     "-tpmdev", "emulator,id=tpm0,chardev=chrtpm",
                     "-device", "tpm-crb,tpmdev=tpm0"]
         return cmd + self.qemu_args
+
+    def _disk_args(self):
+        disk, bus = self.disks[0]
+        if bus == "virtio" and len(self.disks) == 1:
+            source = f"blkdebug:{self.blkdebug}:{disk}" if self.blkdebug else disk
+            drive = f"file={source},format={self.disk_format},if=virtio"
+            return ["-drive", drive + (",snapshot=on" if self.snapshot else "")]
+        if self.blkdebug:
+            raise VMError("blkdebug is for a machine with one virtio disk")
+        args, controllers = [], set()
+        for n, (image, bus) in enumerate(self.disks):
+            controller, device = DISK_BUSES[bus]
+            if controller and controller not in controllers:
+                controllers.add(controller)
+                args += ["-device", controller]
+            fmt = self.disk_format if n == 0 else "raw"
+            args += ["-drive", f"file={image},format={fmt},if=none,id=disk{n}"
+                     + (",snapshot=on" if self.snapshot else ""),
+                     "-device", device.format(id=f"disk{n}", n=n) + f",bootindex={n}"]
+        return args
+
+    def _console_args(self):
+        if self.serial:
+            return ["-serial", "stdio"]
+        return ["-serial", "none", "-chardev", "stdio,id=hvc,signal=off",
+                "-device", "virtio-serial-pci", "-device", "virtconsole,chardev=hvc"]
+
+    def _qmp_socket(self):
+        return os.path.join(self._tmpdir, "qmp.sock")
+
+    def qmp(self):
+        """The machine's QMP connection (qmp=True), opened on first use."""
+        if not self.want_qmp:
+            raise VMError("this VM has no QMP socket: VM(..., qmp=True)")
+        if self._qmp is None:
+            self._qmp = Qmp(self._qmp_socket())
+        return self._qmp
+
+    def screendump(self, path):
+        """The screen as the machine shows it, a PPM image at PATH."""
+        self.qmp().execute("screendump", filename=os.path.abspath(path))
 
     def _tpm_socket(self):
         return os.path.join(self._tmpdir, "swtpm.sock")
@@ -253,8 +318,9 @@ class VM:
     def start(self):
         if self._proc:
             raise VMError("VM already started")
-        if not os.path.exists(self.disk):
-            raise FileNotFoundError(f"disk image not found: {self.disk}")
+        for image, _ in self.disks:
+            if not os.path.exists(image):
+                raise FileNotFoundError(f"disk image not found: {image}")
         self._tmpdir = tempfile.mkdtemp(prefix="nmbl-vm-")
         if self.vars_file is None:
             self._own_vars = True
@@ -289,6 +355,9 @@ class VM:
         self._finish()
 
     def _finish(self):
+        if self._qmp:
+            self._qmp.close()
+            self._qmp = None
         for t in self._threads:
             t.join()
         self._threads = []

@@ -21,9 +21,16 @@ depends() {
 }
 
 # What the menu needs to see disks and read the ESP and /boot.  Whatever
-# the firmware found the UKI on, Linux must find too.  And the keyboard:
-# PS/2 is built into distribution kernels, USB keyboards need their host
-# controller and HID drivers.  And the watchdogs that reset a machine whose
+# the firmware found the UKI on, Linux must find too: virtio (blk, scsi),
+# AHCI, NVMe (and vmd, the Intel controller many laptops hide their NVMe
+# behind), USB sticks (xHCI, the storage and UAS drivers), SD and eMMC
+# (on PCI or ACPI), and the disks of Hyper-V and VMware virtual machines.
+# The partition tables (GPT, MBR) are built into distribution kernels.
+# And the keyboard: PS/2 is built into distribution kernels, USB keyboards
+# need their host controller and HID drivers, Hyper-V's its own.  The
+# screen is the firmware's framebuffer (efifb, built in): no GPU driver,
+# which would take the screen over and bring megabytes of firmware.  And
+# the watchdogs that reset a machine whose
 # nmbl hangs before its menu: QEMU's i6300esb; Intel's TCO (iTCO_wdt, on
 # the platform device that lpc_ich or, on newer chipsets, i2c_i801
 # makes), AMD's (sp5100_tco), and the ACPI WDAT table's (wdat_wdt).  And
@@ -32,10 +39,11 @@ depends() {
 # cannot reach refuses every boot.
 installkernel() {
     hostonly='' instmods \
-        virtio_pci virtio_blk virtio_scsi sd_mod ahci nvme \
-        xhci_pci usb_storage uas mmc_block sdhci_pci \
+        virtio_pci virtio_blk virtio_scsi sd_mod ahci nvme vmd \
+        xhci_pci usb_storage uas mmc_block sdhci_pci sdhci_acpi \
+        hv_storvsc vmw_pvscsi \
         ext4 vfat nls_cp437 nls_ascii nls_utf8 btrfs xfs efivarfs \
-        ehci_pci ohci_pci uhci_hcd usbhid hid_generic \
+        ehci_pci ohci_pci uhci_hcd usbhid hid_generic hyperv_keyboard \
         i6300esb iTCO_wdt lpc_ich i2c_i801 sp5100_tco wdat_wdt \
         tpm_crb tpm_tis tpm_tis_spi
 }
