@@ -8,19 +8,19 @@
 BENCH_CMDLINE = root=UUID=$(TEST_ROOT_UUID) ro console=tty0 console=ttyS0,115200 quiet
 # What holds that line: this file, and test/test.mk for the root's UUID.
 BENCH_CMDLINE_DEPS = test/bench/bench.mk test/test.mk
-$(T)/floor.efi: $(T)/vmlinuz-test $(T)/target-initrd.img $(MKUKI_DEPS) $(BENCH_CMDLINE_DEPS)
-	$(call MKUKI,$(T)/vmlinuz-test,$(T)/target-initrd.img,$(BENCH_CMDLINE))
+$(T)/floor.efi: $(T)/vmlinuz-test $(T)/target-initrd-dracut.img $(MKUKI_DEPS) $(BENCH_CMDLINE_DEPS)
+	$(call MKUKI,$(T)/vmlinuz-test,$(T)/target-initrd-dracut.img,$(BENCH_CMDLINE))
 # The kexec floor: the target's kernel again, whose initramfs is one program
 # that kexecs the entry (kernel, initrd, command line inside it) at once.
 $(T)/kexec-floor-init: test/bench/kexec-floor.c
 	@mkdir -p $(@D)
 	$(CC) -static -Os -Wall -Wextra $(WERROR) -o $@ $<
-$(T)/kexec-floor.img: $(T)/kexec-floor-init $(T)/vmlinuz-test $(T)/target-initrd.img \
+$(T)/kexec-floor.img: $(T)/kexec-floor-init $(T)/vmlinuz-test $(T)/target-initrd-dracut.img \
 		$(BENCH_CMDLINE_DEPS)
 	rm -rf $@.d && mkdir -p $@.d/entry
 	cp $(T)/kexec-floor-init $@.d/init
 	cp $(T)/vmlinuz-test $@.d/entry/vmlinuz
-	cp $(T)/target-initrd.img $@.d/entry/initrd.img
+	cp $(T)/target-initrd-dracut.img $@.d/entry/initrd.img
 	printf '%s\n' "$(BENCH_CMDLINE)" >$@.d/entry/cmdline
 	cd $@.d && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet >$(abspath $@)
 	rm -rf $@.d

@@ -69,7 +69,7 @@ TARGET_UPTIME = r"NMBL-TARGET-UPTIME ([\d.]+)\r?\n"
 OPTIONS = f"root=UUID={ROOT_UUID} ro console=tty0 console=ttyS0,115200 quiet"
 
 # efi: the program on the ESP; initrd: the initramfs it starts first.
-TARGET_INITRD = "test/target-initrd.img"
+TARGET_INITRD = "test/target-initrd-dracut.img"
 NMBL_INITRD = "nmbl-initrd.img"
 VARIANTS = {
     "floor": dict(efi="test/floor.efi", initrd=TARGET_INITRD, secure_boot=False, nmbl=None),
@@ -96,7 +96,7 @@ menuentry 'Debian GNU/Linux' {{
 
 def disk(name, efi):
     files = {"vmlinuz": build_path("test", "vmlinuz-test"),
-             "initrd.img": build_path("test", "target-initrd.img")}
+             "initrd.img": build_path("test", "target-initrd-dracut.img")}
     return fixture.make_disk(f"bench-{name}", grub_cfg(), files, uki=efi)
 
 

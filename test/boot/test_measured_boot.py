@@ -52,7 +52,7 @@ def boot_files(initrd):
 
 @functools.cache
 def disk():
-    return make_disk("measured", grub_cfg(), boot_files(build_path("test", "target-initrd.img")))
+    return make_disk("measured", grub_cfg(), boot_files(build_path("test", "target-initrd-dracut.img")))
 
 
 @functools.cache
@@ -60,7 +60,7 @@ def disk_initrd_changed():
     """The same machine, one byte more at the end of the initrd (the
     kernel's unpacker skips zeros between and after archives)."""
     changed = build_path("test", "target-initrd-changed.img")
-    with open(build_path("test", "target-initrd.img"), "rb") as f, open(changed, "wb") as out:
+    with open(build_path("test", "target-initrd-dracut.img"), "rb") as f, open(changed, "wb") as out:
         out.write(f.read() + b"\0")
     return make_disk("measured-initrd", grub_cfg(), boot_files(changed))
 
@@ -78,7 +78,7 @@ def disk_with_stub(loader="nmbl.efi"):
     """The same machine with the stub Debian's grub-install writes on the
     ESP, where GRUB's EFI image starts; LOADER the ESP's default program."""
     return make_disk(f"measured-stub-{os.path.basename(loader)}", grub_cfg(),
-                     boot_files(build_path("test", "target-initrd.img")), uki=loader,
+                     boot_files(build_path("test", "target-initrd-dracut.img")), uki=loader,
                      esp_files={"EFI/debian/grub.cfg": stub()})
 
 
