@@ -12,8 +12,8 @@ import time
 import mkdisk
 import test_kexec
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, ESP_PARTUUID, ESP_VOLID, MENU_READY, ROOT_UUID,
-                     TARGET_UP, VM, build_path, entry, expected_cmdline, kver, make_disk,
-                     workdir)
+                     TARGET_UP, VM, build_path, entry, expected_cmdline, kver, make_disk)
+from vm import KEY_ENTER, KEY_HOME
 
 # What the screen of a menu shows (read back from QEMU's screendump): the
 # title GRUB draws, and an entry that is not highlighted (OCR loses the
@@ -24,12 +24,15 @@ MENU_ON_SCREEN = ("GNU GRUB", "second entry")
 def boot_default(name, disk=None, screen=False, **machine):
     """Test_kexec's machine (or DISK), changed as MACHINE says (VM's
     arguments): the default entry boots after the timeout; the target's
-    line.  SCREEN: the menu is on the screen too, while it counts down."""
+    line.  SCREEN: the menu is on the screen too (a key on the serial line
+    stops the countdown while the screen is read; Enter boots the entry)."""
     with VM(disk or test_kexec.disk(), snapshot=True, qmp=screen,
             log_file=build_path("test", f"machine-{name}.log"), **machine) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         if screen:
-            wait_for_screen(vm, MENU_ON_SCREEN, timeout=30)
+            vm.send(KEY_HOME)
+            wait_for_screen(vm, MENU_ON_SCREEN, timeout=60)
+            vm.send(KEY_ENTER)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         vm.wait_exit(timeout=60)
     return up
