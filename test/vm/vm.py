@@ -156,7 +156,7 @@ class VM:
                  pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None, disk_format="raw",
                  tpm=None, cpu="max", bus="virtio", disks=(), serial=True, qmp=False):
         """disk: raw image (or DISK_FORMAT, e.g. a qcow2 overlay), attached as
-            virtio (/dev/vda in the guest).
+            BUS says (virtio by default: /dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
         vars_file: EFI variable store to use and keep; made from the template if
             missing. Default: a private copy, deleted by kill().
