@@ -92,15 +92,21 @@ $(T)/target-root/sbin/init: $(T)/target-init test/target/mkroot $(BUILD)/nmbl
 # loads a virtio disk's and ext4's modules, mounts root and starts the
 # target's init; under a second where dracut's took ten under TCG); the
 # tests of a real initramfs (nmbl's handover module, disk controllers
-# other than virtio) and the benchmark boot the one dracut makes.
+# other than virtio) and the benchmark boot one dracut makes.
 $(T)/target-preinit: test/target/preinit.c
 	@mkdir -p $(@D)
 	$(CC) -static -Os -Wall -Wextra $(WERROR) -o $@ $<
 $(T)/target-initrd.img: test/target/mkquickinitrd $(T)/target-preinit $(BUILD)/kernel/kver
 	test/target/mkquickinitrd $(KERNEL_TREE) $(KVER_OF) $(T)/target-preinit $@
-$(T)/target-initrd-dracut.img: test/target/mkinitrd $(wildcard test/target/dracut/*/*) $(wildcard dracut/modules.d/96nmbl-handover/*) $(BUILD)/kernel/kver
+TARGET_DRACUT_DEPS = test/target/mkinitrd $(wildcard test/target/dracut/*/*) \
+	$(wildcard dracut/modules.d/96nmbl-handover/*) $(BUILD)/kernel/kver
+$(T)/target-initrd-dracut.img: $(TARGET_DRACUT_DEPS)
 	@mkdir -p $(@D)
 	test/target/mkinitrd $(KERNEL_TREE) $(KVER_OF) $@
+# ... with the drivers of test_machines' disk controllers and consoles.
+$(T)/target-initrd-machines.img: $(TARGET_DRACUT_DEPS)
+	@mkdir -p $(@D)
+	test/target/mkinitrd --machines $(KERNEL_TREE) $(KVER_OF) $@
 
 # The target kernel signed by the test key (trusted through db), and
 # Debian's own signed kernel, which the test firmware does not trust.
@@ -185,7 +191,7 @@ $(T)/nmbl-selftest.efi: $(T)/nmbl-selftest-initrd.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE))
 
 TEST_FIXTURES = $(BUILD)/nmbl.efi $(T)/nmbl-selftest.efi $(T)/target-root/sbin/init $(T)/target-initrd.img \
-	$(T)/target-initrd-dracut.img \
+	$(T)/target-initrd-dracut.img $(T)/target-initrd-machines.img \
 	$(T)/vmlinuz-test $(T)/marker.img $(T)/marker3.img $(T)/vmlinuz-unsigned \
 	$(T)/vmlinuz-truncated $(T)/target-uki.efi $(T)/target-uki-unsigned.efi $(T)/HelloWorld.efi \
 	$(T)/vmlinuz-other $(T)/other-initrd.img $(T)/nmbl-kexec.efi $(T)/nmbl-unsigned.efi \

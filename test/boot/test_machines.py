@@ -116,7 +116,7 @@ def target_boot_files():
     quick one knows a virtio disk only)."""
     k = kver()
     return {f"vmlinuz-{k}": build_path("test", "vmlinuz-test"),
-            f"initrd.img-{k}": build_path("test", "target-initrd-dracut.img")}
+            f"initrd.img-{k}": build_path("test", "target-initrd-machines.img")}
 
 
 @functools.cache
