@@ -95,6 +95,19 @@ def workdir(name):
     return path
 
 
+def debian_stub(name, boot_uuid=BOOT_UUID, hint=None):
+    """The grub.cfg Debian's grub-install puts on the ESP, where GRUB's EFI
+    image starts: /boot by its UUID (HINT: the partition to try first, as
+    grub-install names it), then its grub.cfg.  Written as NAME-stub.cfg
+    in the build's test directory; returns its path."""
+    path = build_path("test", f"{name}-stub.cfg")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    search = f"search.fs_uuid {boot_uuid} root" + (f" {hint}" if hint else "")
+    with open(path, "w") as f:
+        f.write(f"{search}\nset prefix=($root)'/grub'\nconfigfile $prefix/grub.cfg\n")
+    return path
+
+
 def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separate_boot=True,
               boot_links=None, **layout):
     """A disk as a Debian install with a separate /boot has it: the nmbl UKI

@@ -12,7 +12,8 @@ import time
 import mkdisk
 import test_kexec
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, ESP_PARTUUID, ESP_VOLID, MENU_READY, ROOT_UUID,
-                     TARGET_UP, VM, build_path, entry, expected_cmdline, kver, make_disk)
+                     TARGET_UP, VM, build_path, debian_stub, entry, expected_cmdline, kver,
+                     make_disk)
 from vm import KEY_ENTER, KEY_HOME
 
 # What the screen of a menu shows (read back from QEMU's screendump): the
@@ -100,16 +101,6 @@ DECOY_BOOT_UUID = "dec0dec0-b007-4b00-8b00-dec0dec0b007"
 DECOY_ROOT_UUID = "dec0dec0-2007-4200-8200-dec0dec02007"
 
 
-def stub(name, boot_uuid, hint):
-    """The grub.cfg Debian's grub-install puts on the ESP, where GRUB's EFI
-    image starts: /boot by its UUID, then its grub.cfg."""
-    path = build_path("test", f"machine-{name}-stub.cfg")
-    with open(path, "w") as f:
-        f.write(f"search.fs_uuid {boot_uuid} root {hint}\nset prefix=($root)'/grub'\n"
-                "configfile $prefix/grub.cfg\n")
-    return path
-
-
 def target_boot_files():
     """The target's kernel and its dracut initramfs, whose udev loads the
     driver of whatever disk controller and console the machine has (the
@@ -134,7 +125,7 @@ def split_disks():
     each with its own UUID)."""
     make_disk("machine-split", test_kexec.grub_cfg(),
               dict(test_kexec.boot_files(), **target_boot_files()),
-              esp_files={"EFI/debian/grub.cfg": stub("split", BOOT_UUID, "hd0,gpt2")}, **LABELS)
+              esp_files={"EFI/debian/grub.cfg": debian_stub("machine-split", hint="hd0,gpt2")}, **LABELS)
     top = build_path("test", "machine-split")
     esp, system = os.path.join(top, "esp.img"), os.path.join(top, "system.img")
     mkdisk.build(esp, esp=os.path.join(top, "esp"), esp_partuuid=ESP_PARTUUID,
@@ -147,7 +138,7 @@ def split_disks():
         "Another system", f"/vmlinuz-{kver()}", "nmbl.entry=decoy").replace(
             BOOT_UUID, DECOY_BOOT_UUID).replace(ROOT_UUID, DECOY_ROOT_UUID)
     decoy = make_disk("machine-decoy", cfg, target_boot_files(),
-                      esp_files={"EFI/debian/grub.cfg": stub("decoy", DECOY_BOOT_UUID, "hd0,gpt2")},
+                      esp_files={"EFI/debian/grub.cfg": debian_stub("machine-decoy", DECOY_BOOT_UUID, "hd0,gpt2")},
                       boot_uuid=DECOY_BOOT_UUID, root_uuid=DECOY_ROOT_UUID, esp_volid="DEC0-0001",
                       esp_partuuid="dec0dec0-e5b0-4e5b-8e5b-dec0dec0e5b0", **LABELS)
     return esp, system, decoy
@@ -169,7 +160,7 @@ menuentry 'Debian GNU/Linux' --class debian --class gnu-linux {{
 }}
 """
     return make_disk("machine-mbr", cfg, target_boot_files(),
-                     esp_files={"EFI/debian/grub.cfg": stub("mbr", BOOT_UUID, "hd0,msdos2")},
+                     esp_files={"EFI/debian/grub.cfg": debian_stub("machine-mbr", hint="hd0,msdos2")},
                      table="mbr")
 
 

@@ -14,7 +14,7 @@ import os
 import re
 
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_KERNEL, TARGET_UP,
-                     VM, build_path, entry, kver, make_disk)
+                     VM, build_path, debian_stub, entry, kver, make_disk)
 import measured
 from vm import KEY_CTRL_X, KEY_DOWN, KEY_END, KEY_ENTER, KEY_HOME, make_tpm_state
 
@@ -65,21 +65,13 @@ def disk_initrd_changed():
     return make_disk("measured-initrd", grub_cfg(), boot_files(changed))
 
 
-def stub():
-    path = build_path("test", "measured-stub.cfg")
-    with open(path, "w") as f:
-        f.write(f"search.fs_uuid {BOOT_UUID} root\nset prefix=($root)'/grub'\n"
-                "configfile $prefix/grub.cfg\n")
-    return path
-
-
 @functools.cache
 def disk_with_stub(loader="nmbl.efi"):
     """The same machine with the stub Debian's grub-install writes on the
     ESP, where GRUB's EFI image starts; LOADER the ESP's default program."""
     return make_disk(f"measured-stub-{os.path.basename(loader)}", grub_cfg(),
                      boot_files(build_path("test", "target-initrd-dracut.img")), uki=loader,
-                     esp_files={"EFI/debian/grub.cfg": stub()})
+                     esp_files={"EFI/debian/grub.cfg": debian_stub("measured")})
 
 
 @functools.cache

@@ -7,11 +7,10 @@ the menu.  Both are the target's signed kernel and initrd with their own
 .cmdline, which the target prints."""
 
 import functools
-import os
 import re
 
-from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_UP, VM,
-                     build_path, kver, make_disk, words)
+from fixture import (BOOT_TIMEOUT, MENU_READY, ROOT_UUID, TARGET_UP, VM,
+                     build_path, debian_stub, kver, make_disk, words)
 from vm import KEY_DOWN, KEY_ENTER
 
 MACHINE_ID = "d41e7c0a9b6f4e2d8c3a5b1f0e9d7c6b"
@@ -32,12 +31,7 @@ def uki_cmdline(version):
 def disk():
     """Debian's ESP stub, reading grub.cfg from /boot, whose grub.cfg has
     no kernels of its own: the two lines a user adds to list the UKIs."""
-    stub = build_path("test", "uki-entries-stub.cfg")
-    os.makedirs(os.path.dirname(stub), exist_ok=True)
-    with open(stub, "w") as f:
-        f.write(f"search.fs_uuid {BOOT_UUID} root\n"
-                "set prefix=($root)'/grub'\n"
-                "configfile $prefix/grub.cfg\n")
+    stub = debian_stub("uki-entries")
     grub_cfg = "set default=0\nset timeout=3\n\ninsmod blsuki\nuki\n"
     esp = {"EFI/debian/grub.cfg": stub}
     for version in VERSIONS:
