@@ -520,6 +520,21 @@ static int delete_boot_option(struct nmbl_ctx *ctx, int number)
 	return r == -ENOENT ? 0 : r;
 }
 
+/* The file slot I's option starts, as the firmware names it: the slot's
+ * own, or shim beside it. */
+static void slot_efi_file(const struct nmbl_slots *s, int i, char *out, size_t size)
+{
+	if (s->shim[0])
+		snprintf(out, size, "%s\\%s", s->dir, s->shim);
+	else
+		snprintf(out, size, "%s\\nmbl-%c.efi", s->dir, slot_name(i));
+}
+
+static void slot_description(int i, char *out, size_t size)
+{
+	snprintf(out, size, "nmbl (slot %c)", slot_name(i));
+}
+
 /* The option that starts slot I: the slot's file, or shim with the slot's
  * file name as its load option. */
 static int slot_option(struct nmbl_ctx *ctx, const struct nmbl_slots *s, int i, void **ret,
@@ -531,17 +546,50 @@ static int slot_option(struct nmbl_ctx *ctx, const struct nmbl_slots *s, int i, 
 	int r;
 
 	snprintf(name, sizeof(name), "nmbl-%c.efi", slot_name(i));
-	snprintf(desc, sizeof(desc), "nmbl (slot %c)", slot_name(i));
+	slot_description(i, desc, sizeof(desc));
+	slot_efi_file(s, i, file, sizeof(file));
 	if (s->shim[0]) {
-		snprintf(file, sizeof(file), "%s\\%s", s->dir, s->shim);
 		r = nmbl_utf8_to_utf16(name, &name16, &name16_len);
 		if (r < 0)
 			return r;
-	} else {
-		snprintf(file, sizeof(file), "%s\\%s", s->dir, name);
 	}
 	return nmbl_boot_option_for(ctx, s->disk, s->start, file, desc, name16, name16_len, ret,
 				    ret_len);
+}
+
+/*
+ * The Boot#### the state names for slot I, unless another's option has that
+ * number: the state file is on the ESP, which anyone with the disk may
+ * write, and must not make install overwrite, bless move first or remove
+ * delete another system's option.  nmbl's own has the slot's description
+ * and starts the slot's file (or shim beside it); a number that holds no
+ * option is free to take.  Otherwise the slot has no option yet (-1), and
+ * install takes a free number.
+ */
+static void check_slot_number(struct nmbl_ctx *ctx, struct nmbl_slots *s, int i)
+{
+	struct nmbl_load_option *opt = NULL;
+	char file[512], desc[32];
+	const char *have_desc, *have_file;
+	int r;
+
+	if (s->boot[i] < 0)
+		return;
+	r = nmbl_read_boot_option(ctx, (unsigned)s->boot[i], &opt);
+	if (r == -ENOENT)
+		return;
+	slot_efi_file(s, i, file, sizeof(file));
+	slot_description(i, desc, sizeof(desc));
+	have_desc = nmbl_load_option_get_description(opt);
+	have_file = nmbl_load_option_get_file(opt);
+	if (r < 0 || !have_desc || strcmp(have_desc, desc) != 0 || !have_file ||
+	    !nmbl_efi_path_equal(have_file, file)) {
+		nmbl_notice(ctx, "%s names Boot%04X for slot %c, but that option is not nmbl's: "
+			    "left alone, the slot gets a number of its own",
+			    STATE_FILE, (unsigned)s->boot[i], slot_name(i));
+		s->boot[i] = -1;
+	}
+	nmbl_load_option_free(opt);
 }
 
 /* Slot I's Boot####: the one the state names when it still holds the same
@@ -715,6 +763,8 @@ NMBL_EXPORT int nmbl_slots_open(struct nmbl_ctx *ctx, const char *esp, struct nm
 		if (r == -ENOENT)
 			r = 0;
 	}
+	for (int i = 0; r == 0 && i < 2; i++)
+		check_slot_number(ctx, s, i);
 	if (r < 0) {
 		nmbl_slots_free(s);
 		return r;

@@ -391,6 +391,66 @@ static void test_the_esp_is_a_mounted_fat(void)
 	CHECK_INT(nmbl_slots_open(ctx, NULL, &s), -EBADMSG);
 }
 
+/* Another system's option, as its installer writes it. */
+static void write_windows_option(int number)
+{
+	_cleanup_free_ void *opt = NULL;
+	unsigned char raw[4 + 1024] = { 0x07, 0, 0, 0 };
+	char path[128];
+	size_t len = 0;
+
+	CHECK_INT(nmbl_load_option_build_data("Windows Boot Manager", ESP_UUID, 1, 2048, 204800,
+					      "\\EFI\\Microsoft\\Boot\\bootmgfw.efi", NULL, 0,
+					      &opt, &len),
+		  0);
+	if (!opt || len > sizeof(raw) - 4)
+		return;
+	memcpy(raw + 4, opt, len);
+	snprintf(path, sizeof(path), NMBL_EFIVARS "Boot%04X" GLOBAL, number);
+	fixture_write(path, raw, 4 + len);
+}
+
+/* The slots file is on the ESP, which anyone with the disk may write: its
+ * boot-a=0000 names Windows' option.  Before, install wrote slot a's
+ * option over Boot0000 and remove deleted it and took it out of
+ * BootOrder; now both leave it alone, and slot a gets a number of its own. */
+static void test_slots_file_naming_another_option_leaves_it_alone(void)
+{
+	unsigned char before[1024], after[1024];
+	size_t before_len, after_len;
+	struct nmbl_slots *s;
+	char slot = 0;
+
+	setup(0);
+	write_windows_option(0);
+	before_len = read_fixture(NMBL_EFIVARS "Boot0000" GLOBAL, before, sizeof(before));
+	fixture_text("/efi/EFI/nmbl/slots", "version=1\nboot-a=0000\nboot-b=0001\n");
+	s = open_slots();
+	CHECK_INT(nmbl_slots_get_boot_number(s, 'a'), -ENOENT);
+	CHECK_INT(nmbl_slots_install(s, UKI, NULL, &slot), 0);
+	CHECK_INT(slot, 'a');
+	CHECK_INT(nmbl_slots_get_boot_number(s, 'a'), 2);
+	check_option(2, "\\EFI\\nmbl\\nmbl-a.efi", NULL);
+	CHECK_STR(get_u16("BootNext"), "0002");
+	after_len = read_fixture(NMBL_EFIVARS "Boot0000" GLOBAL, after, sizeof(after));
+	CHECK(after_len == before_len && memcmp(before, after, before_len) == 0);
+	CHECK_INT(nmbl_slots_remove(s), 0);
+	nmbl_slots_free(s);
+	after_len = read_fixture(NMBL_EFIVARS "Boot0000" GLOBAL, after, sizeof(after));
+	CHECK(after_len == before_len && memcmp(before, after, before_len) == 0);
+	CHECK(exists(NMBL_EFIVARS "Boot0001" GLOBAL));
+	CHECK(!exists(NMBL_EFIVARS "Boot0002" GLOBAL));
+	CHECK_STR(get_u16("BootOrder"), "0001,0000");
+
+	/* A number that holds no option is nmbl's to take. */
+	setup(0);
+	fixture_text("/efi/EFI/nmbl/slots", "version=1\nboot-a=0007\n");
+	s = open_slots();
+	CHECK_INT(nmbl_slots_install(s, UKI, NULL, &slot), 0);
+	CHECK_INT(nmbl_slots_get_boot_number(s, 'a'), 7);
+	nmbl_slots_free(s);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -402,6 +462,7 @@ int main(void)
 		test_shim_starts_each_slot_and_its_csv_names_the_good_one,
 		test_refused_before_the_firmware_sees_it,
 		test_the_esp_is_a_mounted_fat,
+		test_slots_file_naming_another_option_leaves_it_alone,
 		NULL,
 	};
 
