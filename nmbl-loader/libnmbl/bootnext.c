@@ -6,6 +6,12 @@
  * signature under Secure Boot, then boots it, and the boot after that goes
  * by BootOrder again: to nmbl.  This is what GRUB's chainloader becomes
  * once boot services are gone.
+ *
+ * Every Boot#### is a variable in the firmware's flash, which a grub.cfg
+ * must not fill: a program that already has an option (Windows' own, say)
+ * is started through it, and any other through one option that is nmbl's,
+ * rewritten in place for each.  However many programs a menu chainloads,
+ * nmbl adds at most one option.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -125,16 +131,19 @@ static bool same_target(const struct nmbl_load_option *a, const struct nmbl_load
 	return ua && ub && fa && fb && strcasecmp(ua, ub) == 0 && nmbl_efi_path_equal(fa, fb);
 }
 
-/* The lowest Boot#### that already starts the program (WANT may be NULL:
- * none), else the lowest free number: one option per program, however its
- * path is spelt. */
+/*
+ * The Boot#### to start the program WANT with: the lowest that already
+ * starts it (*RET_SAME true), else the lowest whose description is
+ * RESERVED (nmbl's own, to be rewritten), else the lowest free number.
+ * WANT and RESERVED may be NULL: the lowest free number.
+ */
 static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *want,
-			 unsigned *ret, bool *ret_exists)
+			 const char *reserved, unsigned *ret, bool *ret_same)
 {
 	static const char suffix[] = "-" NMBL_EFI_GLOBAL_GUID;
 	_cleanup_free_ char *dir = nmbl_path(ctx, NMBL_EFIVARS);
 	unsigned char used[0x10000 / 8] = { 0 };
-	unsigned match = 0x10000;
+	unsigned same = 0x10000, own = 0x10000;
 	struct dirent *de;
 	DIR *d;
 
@@ -145,6 +154,7 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 		return -errno;
 	while ((de = readdir(d))) {
 		struct nmbl_load_option *opt = NULL;
+		const char *desc;
 		unsigned n;
 		char hex[5];
 
@@ -158,21 +168,24 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 			continue;
 		n = (unsigned)strtoul(hex, NULL, 16);
 		used[n / 8] |= (unsigned char)(1 << (n % 8));
-		if (want && n < match && nmbl_read_boot_option(ctx, n, &opt) == 0 &&
-		    same_target(opt, want))
-			match = n;
+		if (!want || (n > same && n > own) || nmbl_read_boot_option(ctx, n, &opt) < 0)
+			continue;
+		desc = nmbl_load_option_get_description(opt);
+		if (n < same && same_target(opt, want))
+			same = n;
+		else if (n < own && reserved && desc && strcmp(desc, reserved) == 0)
+			own = n;
 		nmbl_load_option_free(opt);
 	}
 	closedir(d);
-	if (match < 0x10000) {
-		*ret = match;
-		*ret_exists = true;
+	*ret_same = same < 0x10000;
+	if (same < 0x10000 || own < 0x10000) {
+		*ret = same < 0x10000 ? same : own;
 		return 0;
 	}
 	for (unsigned n = 0; n < 0x10000; n++)
 		if (!(used[n / 8] & (1 << (n % 8)))) {
 			*ret = n;
-			*ret_exists = false;
 			return 0;
 		}
 	return -ENOSPC;
@@ -180,9 +193,9 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 
 int nmbl_boot_option_free_number(struct nmbl_ctx *ctx, unsigned *ret)
 {
-	bool exists;
+	bool same;
 
-	return choose_number(ctx, NULL, ret, &exists);
+	return choose_number(ctx, NULL, NULL, ret, &same);
 }
 
 /*
@@ -332,7 +345,7 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 	const char *name;
 	unsigned char next[2];
 	unsigned number;
-	bool exists;
+	bool same;
 	size_t len;
 	int r;
 
@@ -348,7 +361,7 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 	r = nmbl_load_option_parse(option, len, &want);
 	if (r < 0)
 		return r;
-	r = choose_number(ctx, want, &number, &exists);
+	r = choose_number(ctx, want, description, &number, &same);
 	nmbl_load_option_free(want);
 	if (r < 0)
 		return r;
@@ -356,12 +369,12 @@ NMBL_EXPORT int nmbl_set_boot_next(struct nmbl_ctx *ctx, const char *disk, uint6
 	r = chain_record_read(ctx, &rec);
 	if (r < 0 && r != -ENOENT)
 		return r;
-	if (r == 0 && exists && came_back(&rec, &now, number)) {
+	if (r == 0 && same && came_back(&rec, &now, number)) {
 		if (ret_number)
 			*ret_number = number;
 		return refuse(ctx, &rec, &now);
 	}
-	if (!exists) {
+	if (!same) {
 		char var[16];
 
 		snprintf(var, sizeof(var), "Boot%04X", number);

@@ -3,7 +3,9 @@
  * EFI variables as efivarfs shows them: a file "<name>-<vendor guid>" whose
  * first four bytes are the attributes, then the value.  What nmbl writes is
  * non-volatile with boot service and runtime access: after ExitBootServices
- * UEFI lets no one create anything else.
+ * UEFI lets no one create anything else.  Each such write wears the
+ * firmware's flash, so a variable that already holds the value is left
+ * as it is: asking again for what is there writes nothing.
  */
 #include <stdio.h>
 #include <string.h>
@@ -49,14 +51,19 @@ int nmbl_efivar_write(const struct nmbl_ctx *ctx, const char *guid, const char *
 		      const void *value, size_t len)
 {
 	_cleanup_free_ char *path = efivar_path(ctx, guid, name, true);
+	_cleanup_free_ char *rel = efivar_path(ctx, guid, name, false), *old = NULL;
 	_cleanup_free_ unsigned char *data = malloc(4 + len);
 	uint32_t attrs = EFI_VARIABLE_NON_VOLATILE | EFI_VARIABLE_BOOTSERVICE_ACCESS |
 			 EFI_VARIABLE_RUNTIME_ACCESS;
+	size_t old_len;
 
-	if (!path || !data)
+	if (!path || !rel || !data)
 		return -ENOMEM;
 	nmbl_put_le32(data, attrs);
 	memcpy(data + 4, value, len);
+	if (nmbl_read_file(ctx, rel, 4 + len, &old, &old_len) == 0 && old_len == 4 + len &&
+	    memcmp(old, data, 4 + len) == 0)
+		return 0;
 	return nmbl_sys_efivar_write(path, data, 4 + len);
 }
 

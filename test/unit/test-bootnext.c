@@ -145,13 +145,51 @@ static void test_new_option_then_boot_next(void)
 		  "\\EFI\\tools\\HelloWorld.efi");
 	nmbl_load_option_free(opt);
 
-	/* The same program again: its option is reused, only BootNext and
-	 * nmbl's record of it change. */
+	/* The same program again in the same boot: its option, nmbl's record
+	 * and BootNext already say it, and nothing is written. */
 	fake.calls[0] = '\0';
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/efi/TOOLS/helloworld.EFI",
 				     "nmbl chainload", &n), 0);
 	CHECK_INT(n, 2);
+	CHECK_STR(fake.calls, "");
+}
+
+/* A menu taken over asks for program after program (or a grub.cfg does,
+ * one a boot): before, each new program was a new Boot####, 300 requests
+ * 300 options in the firmware's flash.  Now one option is nmbl's, each
+ * program written over it: one write a program, none for a program asked
+ * again. */
+static void test_hundreds_of_programs_one_option(void)
+{
+	unsigned n = 99, writes = 0;
+	char file[64];
+
+	setup();
+	write_option(0, ESP_UUID, "/EFI/Microsoft/Boot/bootmgfw.efi");
+	for (int i = 0; i < 300; i++) {
+		snprintf(file, sizeof(file), "/EFI/x/program-%d.efi", i);
+		fake.calls[0] = '\0';
+		CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, file, "nmbl chainload", &n), 0);
+		CHECK_INT(n, 1);
+		for (const char *c = fake.calls; (c = strstr(c, "efivar ")); c++)
+			writes++;
+	}
+	CHECK_INT(count_boot_options(), 2);
+	/* The option, its record and BootNext the first time, then the
+	 * option alone. */
+	CHECK_INT(writes, 3 + 299);
+	fake.calls[0] = '\0';
+	for (int i = 0; i < 300; i++)
+		CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, file, "nmbl chainload", &n), 0);
+	CHECK_STR(fake.calls, "");
+	/* Windows' own option starts Windows: nothing of nmbl's is written
+	 * but the record and BootNext. */
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/Microsoft/Boot/bootmgfw.efi",
+				     "nmbl chainload", &n), 0);
+	CHECK_INT(n, 0);
 	CHECK_STR(fake.calls, "efivar " RECORD " 48;efivar BootNext" GLOBAL " 6;");
+	CHECK_INT(count_boot_options(), 2);
 }
 
 /* However grub.cfg spells the path, one Boot#### for the program. */
@@ -183,9 +221,10 @@ static void test_one_option_per_program(void)
 	nmbl_load_option_free(opt);
 }
 
-/* Another program, or the same path on another partition, is another
- * option, at the lowest free number; an option someone else wrote for
- * the program is reused as it is. */
+/* Another program, or the same path on another partition, takes the
+ * lowest free number, or the option of the same description (the caller's
+ * own) rewritten; an option someone else wrote for the program is reused
+ * as it is. */
 static void test_lowest_free_and_others_options(void)
 {
 	unsigned n = 99;
@@ -197,7 +236,7 @@ static void test_lowest_free_and_others_options(void)
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), 0);
 	CHECK_INT(n, 1);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/c.efi", "x", &n), 0);
-	CHECK_INT(n, 3);
+	CHECK_INT(n, 1);
 	fake.calls[0] = '\0';
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/y/../b.efi", "x", &n), 0);
 	CHECK_INT(n, 5);
@@ -206,7 +245,7 @@ static void test_lowest_free_and_others_options(void)
 	write_option(4, ESP_UUID, "/EFI/X/B.EFI");
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), 0);
 	CHECK_INT(n, 4);
-	CHECK_INT(count_boot_options(), 6);
+	CHECK_INT(count_boot_options(), 5);
 }
 
 /* With the firmware's start count (EDK2's MTC), the start after the one
@@ -232,14 +271,14 @@ static void test_came_back_by_start_count(void)
 	CHECK(access(fixture_path(NMBL_EFIVARS "BootNext" GLOBAL), F_OK) < 0);
 	/* All through this start: a fallback entry, the menu started again. */
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/a.efi", "x", &n), -ELOOP);
-	/* Another program is no loop. */
+	/* Another program is no loop (nmbl's option, rewritten for it). */
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), 0);
-	CHECK_INT(n, 1);
+	CHECK_INT(n, 0);
 
 	/* b.efi booted an OS, which rebooted to nmbl later: two starts on. */
 	boot(10, BOOT_ID_C);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), 0);
-	CHECK_INT(n, 1);
+	CHECK_INT(n, 0);
 	/* A program that returned at once: nmbl in the same start again. */
 	boot(11, BOOT_ID_A);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), -ELOOP);
@@ -249,7 +288,7 @@ static void test_came_back_by_start_count(void)
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), 0);
 	boot(0, BOOT_ID_C);
 	CHECK_INT(nmbl_set_boot_next(ctx, "/dev/vda", 2048, "/EFI/x/b.efi", "x", &n), -ELOOP);
-	CHECK_INT(count_boot_options(), 2);
+	CHECK_INT(count_boot_options(), 1);
 }
 
 /* Without it, the first Linux boot after the record is the one that came
@@ -348,6 +387,7 @@ int main(void)
 {
 	static void (*const tests[])(void) = {
 		test_new_option_then_boot_next,
+		test_hundreds_of_programs_one_option,
 		test_one_option_per_program,
 		test_lowest_free_and_others_options,
 		test_came_back_by_start_count,
