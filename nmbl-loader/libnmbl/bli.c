@@ -11,8 +11,9 @@
  * sets as it chooses (LoaderInfo, LoaderFeatures, LoaderEntrySelected, the
  * LoaderTime* pair) come after ExitBootServices here, when UEFI no longer
  * lets anyone create a volatile variable: nmbl writes them non-volatile
- * instead, and all but the times only when the value differs from the one
- * stored, so booting the same entry again writes little flash.
+ * instead, once a boot, when the hand-over is decided (nmbl_broker_keep()),
+ * and only what differs from the value stored (efivar.c), so booting the
+ * same entry again writes little flash.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,25 +30,15 @@
 /* Enough for any entry id a menu shows, as UTF-16. */
 #define NMBL_BLI_VALUE_MAX 1024
 
-/* Write NAME = VALUE (LEN bytes), unless ALWAYS is false and it already
- * holds exactly that. */
 static int set_loader_var(struct nmbl_ctx *ctx, const char *name,
-			  const void *value, size_t len, bool always)
+			  const void *value, size_t len)
 {
-	_cleanup_free_ char *old = NULL;
-	size_t old_len;
-
 	if (len > NMBL_BLI_VALUE_MAX)
 		return -E2BIG;
-	if (!always &&
-	    nmbl_efivar_read(ctx, NMBL_LOADER_GUID, name, NMBL_BLI_VALUE_MAX, &old, &old_len) == 0 &&
-	    old_len == len && memcmp(old, value, len) == 0)
-		return 0;
 	return nmbl_efivar_write(ctx, NMBL_LOADER_GUID, name, value, len);
 }
 
-static int set_loader_string(struct nmbl_ctx *ctx, const char *name,
-			     const char *value, bool always)
+static int set_loader_string(struct nmbl_ctx *ctx, const char *name, const char *value)
 {
 	_cleanup_free_ void *utf16 = NULL;
 	size_t len;
@@ -56,7 +47,7 @@ static int set_loader_string(struct nmbl_ctx *ctx, const char *name,
 	r = nmbl_utf8_to_utf16(value, &utf16, &len);
 	if (r < 0)
 		return r;
-	return set_loader_var(ctx, name, utf16, len, always);
+	return set_loader_var(ctx, name, utf16, len);
 }
 
 static int set_loader_u64(struct nmbl_ctx *ctx, const char *name, uint64_t v)
@@ -64,7 +55,7 @@ static int set_loader_u64(struct nmbl_ctx *ctx, const char *name, uint64_t v)
 	unsigned char le[8];
 
 	nmbl_put_le64(le, v);
-	return set_loader_var(ctx, name, le, sizeof(le), false);
+	return set_loader_var(ctx, name, le, sizeof(le));
 }
 
 /*
@@ -85,11 +76,11 @@ static int set_loader_times(struct nmbl_ctx *ctx)
 		return 0;
 	}
 	snprintf(value, sizeof(value), "%" PRIu64, now - since_kernel);
-	r = set_loader_string(ctx, "LoaderTimeInitUSec", value, true);
+	r = set_loader_string(ctx, "LoaderTimeInitUSec", value);
 	if (r < 0)
 		return r;
 	snprintf(value, sizeof(value), "%" PRIu64, now);
-	return set_loader_string(ctx, "LoaderTimeExecUSec", value, true);
+	return set_loader_string(ctx, "LoaderTimeExecUSec", value);
 }
 
 NMBL_EXPORT int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry)
@@ -98,12 +89,12 @@ NMBL_EXPORT int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry)
 
 	if (!ctx)
 		return -EINVAL;
-	r = set_loader_string(ctx, "LoaderInfo", NMBL_LOADER_INFO, false);
+	r = set_loader_string(ctx, "LoaderInfo", NMBL_LOADER_INFO);
 	if (r == 0)
 		r = set_loader_u64(ctx, "LoaderFeatures",
 				   LOADER_FEATURE_ENTRY_DEFAULT | LOADER_FEATURE_ENTRY_ONESHOT);
 	if (r == 0 && entry && *entry)
-		r = set_loader_string(ctx, "LoaderEntrySelected", entry, false);
+		r = set_loader_string(ctx, "LoaderEntrySelected", entry);
 	if (r == 0)
 		r = set_loader_times(ctx);
 	return r;

@@ -32,7 +32,8 @@ enum field {
 	F_SECTOR,  /* a decimal number of 512-byte sectors */
 	F_PATH,    /* an absolute path inside a file system, no ".." */
 	F_TEXT,    /* any text (a GRUB name, a description, an entry's id) */
-	F_CMDLINE, /* a kernel command line, within NMBL_CMDLINE_MAX */
+	F_CMDLINE, /* a kernel command line as GRUB's linux makes it: BOOT_IMAGE=
+		      first, within NMBL_CMDLINE_MAX */
 };
 
 static const struct {
@@ -41,9 +42,9 @@ static const struct {
 	enum field fields[5];
 } requests[] = {
 	[NMBL_BROKER_MEASURE] = { true, 2, { F_PCR, F_TEXT } },
-	[NMBL_BROKER_KERNEL] = { true, 4, { F_DISK, F_SECTOR, F_PATH, F_TEXT } },
+	[NMBL_BROKER_KERNEL] = { true, 5, { F_DISK, F_SECTOR, F_PATH, F_TEXT, F_CMDLINE } },
 	[NMBL_BROKER_INITRD] = { true, 5, { F_DISK, F_SECTOR, F_PATH, F_TEXT, F_SECTOR } },
-	[NMBL_BROKER_BOOT] = { true, 2, { F_CMDLINE, F_TEXT } },
+	[NMBL_BROKER_BOOT] = { true, 1, { F_TEXT } },
 	[NMBL_BROKER_CHAINLOAD] = { true, 3, { F_DISK, F_SECTOR, F_PATH } },
 	[NMBL_BROKER_FIRMWARE_SETUP] = { true, 0, { 0 } },
 	[NMBL_BROKER_ENTRY_REQUESTS] = { true, 0, { 0 } },
@@ -53,6 +54,10 @@ static const struct {
 _Static_assert(ELEMENTSOF(requests[0].fields) <= NMBL_BROKER_FIELDS_MAX, "fields");
 
 #define HEADER_SIZE 8
+/* How GRUB's linux starts every command line it makes: what follows is
+ * what GRUB measures, as "kernel_cmdline: " and that. */
+#define BOOT_IMAGE "BOOT_IMAGE="
+#define CMDLINE_EVENT "kernel_cmdline: "
 
 static bool valid_number(const char *s, uint64_t *ret)
 {
@@ -96,7 +101,7 @@ static bool valid_field(enum field f, const char *s, size_t len)
 	case F_TEXT:
 		return true;
 	case F_CMDLINE:
-		return len < NMBL_CMDLINE_MAX;
+		return len < NMBL_CMDLINE_MAX && strncmp(s, BOOT_IMAGE, strlen(BOOT_IMAGE)) == 0;
 	}
 	return false;
 }
@@ -150,7 +155,7 @@ int nmbl_broker_build(uint32_t word, const char *const *fields, size_t n, void *
 }
 
 /* The reply's strings, at most. */
-#define REPLY_FIELDS_MAX 3
+#define REPLY_FIELDS_MAX 2
 /* What a request may send along: sealed, so that what the broker reads
  * cannot change or vanish under it. */
 #define DATA_SEALS (F_SEAL_SHRINK | F_SEAL_WRITE)
@@ -296,11 +301,16 @@ fail:
 struct nmbl_broker {
 	struct nmbl_ctx *ctx;
 	int fd;
-	/* The kernel KERNEL held, on nmbl's mount, and GRUB's name for it. */
+	/* The kernel KERNEL held, on nmbl's mount, GRUB's name for it and
+	 * the command line measured with it, which is the one booted. */
 	char *kernel;
 	char *kernel_name;
+	char *cmdline;
 	char **initrds;
 	size_t n_initrds;
+	/* The entry BOOT prepared, recorded for the booted system once the
+	 * hand-over is kept. */
+	char *entry;
 	enum nmbl_broker_outcome outcome;
 	bool keep;
 };
@@ -333,7 +343,8 @@ static void forget_kernel(struct nmbl_broker *b)
 {
 	free(b->kernel);
 	free(b->kernel_name);
-	b->kernel = b->kernel_name = NULL;
+	free(b->cmdline);
+	b->kernel = b->kernel_name = b->cmdline = NULL;
 	forget_initrds(b);
 }
 
@@ -344,9 +355,12 @@ NMBL_EXPORT struct nmbl_broker *nmbl_broker_free(struct nmbl_broker *b)
 	if (!b->keep) {
 		if (b->outcome == NMBL_BROKER_KEXEC)
 			(void)nmbl_unload(b->ctx);
+		if (b->outcome == NMBL_BROKER_DIRECT)
+			(void)nmbl_switch_root_undo(b->ctx);
 		(void)nmbl_umount_all(b->ctx);
 	}
 	forget_kernel(b);
+	free(b->entry);
 	nmbl_unref(b->ctx);
 	free(b);
 	return NULL;
@@ -357,10 +371,16 @@ NMBL_EXPORT enum nmbl_broker_outcome nmbl_broker_get_outcome(const struct nmbl_b
 	return b ? b->outcome : NMBL_BROKER_NOTHING;
 }
 
-NMBL_EXPORT void nmbl_broker_keep(struct nmbl_broker *b)
+NMBL_EXPORT int nmbl_broker_keep(struct nmbl_broker *b)
 {
-	if (b)
-		b->keep = true;
+	if (!b)
+		return -EINVAL;
+	b->keep = true;
+	/* The booted system learns which entry booted it: once a boot, now
+	 * that nothing but the hand-over itself can fail. */
+	if (b->outcome != NMBL_BROKER_KEXEC && b->outcome != NMBL_BROKER_DIRECT)
+		return 0;
+	return nmbl_set_loader_entry(b->ctx, b->entry && *b->entry ? b->entry : NULL);
 }
 
 static uint64_t number_of(const char *s)
@@ -426,8 +446,14 @@ static int do_measure(struct nmbl_broker *b, const struct nmbl_broker_message *m
 {
 	void *buf = NULL;
 	size_t len = 0;
-	int r = map_data(data, SIZE_MAX / 2, &buf, &len);
+	int r;
 
+	/* The command line is measured by the broker, as it boots it
+	 * (do_kernel()): a menu's word for it would let a menu measure one
+	 * line and boot another. */
+	if (strncmp(m->fields[1], CMDLINE_EVENT, strlen(CMDLINE_EVENT)) == 0)
+		return -EPERM;
+	r = map_data(data, SIZE_MAX / 2, &buf, &len);
 	if (r < 0)
 		return r;
 	r = nmbl_measure(b->ctx, (unsigned)number_of(m->fields[0]), buf ? buf : "", len,
@@ -451,13 +477,20 @@ static int host_path(struct nmbl_broker *b, const char *disk, const char *start,
 	return 0;
 }
 
+/*
+ * The kernel and its command line, measured as GRUB's linux measures them
+ * on EFI (the file into PCR 9, then "kernel_cmdline: " and the line after
+ * BOOT_IMAGE= into PCR 8) and held: BOOT boots this very line.
+ */
 static int do_kernel(struct nmbl_broker *b, const struct nmbl_broker_message *m)
 {
-	_cleanup_free_ char *path = NULL, *name = strdup(m->fields[3]);
+	_cleanup_free_ char *path = NULL, *name = strdup(m->fields[3]),
+			    *cmdline = strdup(m->fields[4]), *event = NULL;
+	const char *measured = m->fields[4] + strlen(BOOT_IMAGE);
 	int r;
 
 	forget_kernel(b);
-	if (!name)
+	if (!name || !cmdline || asprintf(&event, CMDLINE_EVENT "%s", measured) < 0)
 		return -ENOMEM;
 	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
 	if (r < 0)
@@ -465,8 +498,12 @@ static int do_kernel(struct nmbl_broker *b, const struct nmbl_broker_message *m)
 	r = nmbl_measure_kernel(b->ctx, path, name);
 	if (r < 0)
 		return r;
+	r = nmbl_measure(b->ctx, NMBL_PCR_GRUB_STRINGS, measured, strlen(measured), event);
+	if (r < 0)
+		return r;
 	b->kernel = TAKE_PTR(path);
 	b->kernel_name = TAKE_PTR(name);
+	b->cmdline = TAKE_PTR(cmdline);
 	return 0;
 }
 
@@ -494,11 +531,13 @@ static int do_initrd(struct nmbl_broker *b, const struct nmbl_broker_message *m)
 	return 0;
 }
 
-/* REPLY: what failed ("load", "root") and why, for a person. */
+/* REPLY: how it boots ("direct", "kexec") and why kexec; or what failed
+ * ("load", "root") and why, for a person. */
 static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
 		   char *reply[REPLY_FIELDS_MAX])
 {
-	const char *cmdline = m->fields[0], *entry = m->fields[1];
+	_cleanup_free_ char *entry = strdup(m->fields[0]);
+	const char *cmdline = b->cmdline;
 	enum nmbl_boot_method method;
 	char *why = NULL;
 	bool direct;
@@ -506,6 +545,8 @@ static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
 
 	if (!b->kernel)
 		return -ENOENT;
+	if (!entry)
+		return -ENOMEM;
 	r = nmbl_choose_boot(b->ctx, b->kernel, cmdline, &method, &why);
 	if (r < 0)
 		method = NMBL_BOOT_KEXEC;
@@ -527,12 +568,6 @@ static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
 		(void)nmbl_explain_refusal(b->ctx, b->kernel, r, &reply[1]);
 		return r;
 	}
-	/* The booted system learns which entry booted it; no reason not to
-	 * boot. */
-	r = nmbl_set_loader_entry(b->ctx, *entry ? entry : NULL);
-	if (r < 0 && asprintf(&reply[2], "cannot record the boot entry for the booted system: %s",
-			      nmbl_strerror(r)) < 0)
-		reply[2] = NULL;
 	if (direct) {
 		r = nmbl_switch_root(b->ctx, cmdline);
 		if (r < 0) {
@@ -545,6 +580,7 @@ static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
 	}
 	reply[0] = strdup(direct ? "direct" : "kexec");
 	b->outcome = direct ? NMBL_BROKER_DIRECT : NMBL_BROKER_KEXEC;
+	b->entry = TAKE_PTR(entry);
 	return 0;
 }
 
@@ -729,8 +765,10 @@ out:
 static int dispatch(struct nmbl_broker *b, const struct nmbl_broker_message *m, int data,
 		    char *reply[REPLY_FIELDS_MAX])
 {
-	/* Prepared to boot: the menu has nothing more to ask. */
-	if (b->outcome == NMBL_BROKER_KEXEC || b->outcome == NMBL_BROKER_DIRECT)
+	/* One hand-over a session: once prepared (a kernel to boot, or the
+	 * firmware asked to start something), the menu has nothing more to
+	 * ask, and cannot have the firmware's variables written again. */
+	if (b->outcome != NMBL_BROKER_NOTHING)
 		return -EALREADY;
 	switch (m->request) {
 	case NMBL_BROKER_MEASURE:

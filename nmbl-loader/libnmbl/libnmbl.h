@@ -166,19 +166,24 @@ int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name
  * checked before it is done; what it carries:
  *
  *   MEASURE          PCR (8 or 9), description; the data in a file sent
- *                    along (SCM_RIGHTS): GRUB's own measurements
+ *                    along (SCM_RIGHTS): GRUB's own measurements, but
+ *                    never a "kernel_cmdline: " (the broker's own)
  *   KERNEL           disk ("/dev/vda"), start sector of the partition (0:
- *                    the whole disk), path on it, GRUB's name for it: the
- *                    partition is mounted read-only, the file opened
- *                    inside it, measured into PCR 9 and held for BOOT
- *   INITRD           the same, and its position in its initrd command (0
- *                    starts the list again)
- *   BOOT             command line, the entry's menu id: the kernel held
- *                    is checked (direct boot) or loaded (kexec), the
- *                    entry recorded (LoaderEntrySelected), the hand-over
- *                    prepared; the menu then exits NMBL_EXIT_SWITCH_ROOT
- *                    or NMBL_EXIT_KEXEC as the reply says
+ *                    the whole disk), path on it, GRUB's name for it, the
+ *                    command line GRUB's linux made ("BOOT_IMAGE=..."):
+ *                    the partition is mounted read-only, the file opened
+ *                    inside it, measured into PCR 9, the line into PCR 8
+ *                    as GRUB words it, both held for BOOT
+ *   INITRD           the same but the line, and its position in its initrd
+ *                    command (0 starts the list again)
+ *   BOOT             the entry's menu id: the kernel held is checked
+ *                    (direct boot) or loaded (kexec) with the line held,
+ *                    the hand-over prepared; the menu then exits
+ *                    NMBL_EXIT_SWITCH_ROOT or NMBL_EXIT_KEXEC as the reply
+ *                    says, and the entry is recorded (LoaderEntrySelected)
+ *                    once nmbl's init keeps the hand-over
  *   CHAINLOAD        disk, start sector, path of an EFI program: BootNext
+ *                    (nmbl_set_boot_next())
  *   FIRMWARE_SETUP   OsIndications; after either, the menu exits
  *                    NMBL_EXIT_REBOOT
  *   ENTRY_REQUESTS   the Boot Loader Interface's one-shot entry (taken)
@@ -194,11 +199,12 @@ int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name
  * nmbl_broker_call() is the menu's side: the result (0 or more, or the
  * broker's negative errno; -ECONNRESET when the broker is gone), and in
  * RET_REPLY (N_REPLY strings, each malloc'ed or NULL) what the reply
- * carries: BOOT "kexec" or "direct", why kexec (or ""), a warning (or
- * ""); on failure "load" or "root" (what failed) and an explanation for
- * a person; CHAINLOAD the option's number ("0004"); ENTRY_REQUESTS the
- * one-shot and the default entry, the result's bits 1 and 2 saying
- * which there are.
+ * carries: BOOT "kexec" or "direct" and why kexec (or ""); on failure
+ * "load" or "root" (what failed) and an explanation for a person;
+ * CHAINLOAD the option's number ("0004"); ENTRY_REQUESTS the one-shot and
+ * the default entry, the result's bits 1 and 2 saying which there are.
+ * One hand-over a session: once BOOT, CHAINLOAD or FIRMWARE_SETUP has
+ * prepared one, every request is refused (-EALREADY).
  */
 #define NMBL_MENU_UID 65533
 #define NMBL_MENU_GID 65533
@@ -234,8 +240,9 @@ int nmbl_broker_call(int fd, enum nmbl_broker_request request, const char *const
  * in its reply, never done.  Once the menu has ended, what the broker
  * prepared, if it agrees with the menu's exit status, is the caller's to
  * carry out: NMBL_BROKER_KEXEC, nmbl_exec(); NMBL_BROKER_DIRECT, switch
- * root to NMBL_SYSROOT; otherwise nmbl_broker_free() undoes what was
- * prepared (the kernel loaded, the mounts).
+ * root to NMBL_SYSROOT; NMBL_BROKER_REBOOT, reboot; otherwise
+ * nmbl_broker_free() undoes what was prepared (the kernel loaded, the
+ * root mounted and the command line bound for a direct boot, the mounts).
  */
 struct nmbl_broker;
 enum nmbl_broker_outcome {
@@ -248,8 +255,11 @@ int nmbl_broker_new(struct nmbl_ctx *ctx, int fd, struct nmbl_broker **ret);
 struct nmbl_broker *nmbl_broker_free(struct nmbl_broker *broker);
 int nmbl_broker_serve(struct nmbl_broker *broker);
 enum nmbl_broker_outcome nmbl_broker_get_outcome(const struct nmbl_broker *broker);
-/* Prepared, and kept by nmbl_broker_free(): the caller now boots it. */
-void nmbl_broker_keep(struct nmbl_broker *broker);
+/* Prepared, and kept by nmbl_broker_free(): the caller now boots it.  For
+ * a kernel booted, the Boot Loader Interface's record of it is written
+ * now (nmbl_set_loader_entry()): 0, or its error, which need not stop
+ * the boot. */
+int nmbl_broker_keep(struct nmbl_broker *broker);
 /*
  * Whether nmbl_load() of KERNEL with CMDLINE would be accepted: the same
  * checks by the running kernel (the image's format, its signature against
@@ -463,8 +473,8 @@ int nmbl_explain_refusal(struct nmbl_ctx *ctx, const char *kernel, int err,
  * booted ENTRY (its menu id; LoaderEntrySelected), and when it started and
  * handed over (LoaderTimeInitUSec, LoaderTimeExecUSec), for bootctl and
  * systemd-analyze in the booted system.  After ExitBootServices a volatile
- * variable cannot be created, so these are written non-volatile; all but
- * the times only when they change.
+ * variable cannot be created, so these are written non-volatile, each
+ * only when it changes.
  */
 int nmbl_set_loader_entry(struct nmbl_ctx *ctx, const char *entry);
 /*
@@ -516,7 +526,11 @@ int nmbl_load_option_build(const char *description, const char *partuuid,
  * next boot: a Boot#### load option for it and BootNext.  The option is
  * the lowest-numbered one that names the same file on the same GPT
  * partition, however its path is spelt (case, '/' or '\\', ".", ".."),
- * else a new one at the lowest free number.  The caller reboots; the boot
+ * else the lowest-numbered one whose description is DESCRIPTION (the
+ * caller's own, rewritten for FILE), else a new one at the lowest free
+ * number: one DESCRIPTION per caller keeps the options from growing.
+ * Variables that already hold what is asked are not written again.  The
+ * caller reboots; the boot
  * after goes by BootOrder again.  *RET_NUMBER (may be NULL) is the
  * option's number.
  * -ELOOP, with *RET_NUMBER set all the same so that the caller can name

@@ -59,6 +59,14 @@ struct nmbl_ctx {
 		int fd;
 	} *initrds;
 	size_t n_initrds;
+	/* What nmbl_switch_root() prepared and nmbl_switch_root_undo()
+	 * undoes: the root on NMBL_SYSROOT, the entry's line over
+	 * /proc/cmdline, and the sysctls it set, as they were before ("":
+	 * left alone). */
+	struct nmbl_prepared_root {
+		bool mounted, bound;
+		char printk[64], panic[32];
+	} prepared;
 };
 
 void nmbl_log(const struct nmbl_ctx *ctx, int priority, const char *file,
@@ -255,6 +263,11 @@ char *nmbl_param_value(const struct nmbl_param *p);
  * kernel's command line and CMDLINE, split. */
 int nmbl_direct_cmdlines(const struct nmbl_ctx *ctx, const char *cmdline,
 			 struct nmbl_cmdline **ret_running, struct nmbl_cmdline **ret_entry);
+/* What a nmbl_switch_root() that returned 0 prepared, undone when the
+ * switch is not made after all: the root unmounted, /proc/cmdline the
+ * running kernel's again, the console log level and panic timeout as
+ * they were. */
+int nmbl_switch_root_undo(struct nmbl_ctx *ctx);
 /* The block device root= SPEC names, as "<ctx root>/dev/NAME" in
  * *RET_PATH and NAME in RET_NAME; -ENXIO when none has that name (yet),
  * -EINVAL for a form that is no local block device. */

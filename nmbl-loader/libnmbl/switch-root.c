@@ -56,7 +56,7 @@ static int write_sysctl(const struct nmbl_ctx *ctx, const char *path, const char
 	return nmbl_write_full(fd, text, strlen(text));
 }
 
-static int set_loglevel(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
+static int set_loglevel(struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
 			const struct nmbl_cmdline *entry)
 {
 	int want = nmbl_cmdline_loglevel(entry), have = nmbl_cmdline_loglevel(running);
@@ -65,17 +65,17 @@ static int set_loglevel(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *r
 
 	if (want == have)
 		return 0;
+	r = nmbl_read_small(ctx, "/proc/sys/kernel/printk", text, sizeof(text));
+	if (r < 0)
+		return r;
+	if (sscanf(text, "%d %d %d %d", &levels[0], &levels[1], &levels[2], &levels[3]) != 4)
+		return -EBADMSG;
 	/* Without a word about it, the level the kernel was built with: the
 	 * last of printk's four. */
-	if (!want) {
-		r = nmbl_read_small(ctx, "/proc/sys/kernel/printk", text, sizeof(text));
-		if (r < 0)
-			return r;
-		if (sscanf(text, "%d %d %d %d", &levels[0], &levels[1], &levels[2],
-			   &levels[3]) != 4)
-			return -EBADMSG;
+	if (!want)
 		want = levels[3];
-	}
+	snprintf(ctx->prepared.printk, sizeof(ctx->prepared.printk), "%d %d %d %d", levels[0],
+		 levels[1], levels[2], levels[3]);
 	snprintf(text, sizeof(text), "%d", want);
 	r = write_sysctl(ctx, "/proc/sys/kernel/printk", text);
 	if (r < 0)
@@ -85,7 +85,7 @@ static int set_loglevel(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *r
 }
 
 /* nmbl's own panic= (nmbl-init(8)) is for nmbl: the entry gets its own. */
-static int set_panic(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
+static int set_panic(struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
 		     const struct nmbl_cmdline *entry)
 {
 	long want = nmbl_cmdline_panic_timeout(entry);
@@ -94,6 +94,10 @@ static int set_panic(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *runn
 
 	if (want == nmbl_cmdline_panic_timeout(running))
 		return 0;
+	r = nmbl_read_small(ctx, "/proc/sys/kernel/panic", ctx->prepared.panic,
+			    sizeof(ctx->prepared.panic));
+	if (r < 0)
+		ctx->prepared.panic[0] = '\0';
 	snprintf(text, sizeof(text), "%ld", want);
 	r = write_sysctl(ctx, "/proc/sys/kernel/panic", text);
 	if (r < 0)
@@ -248,6 +252,7 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 		(void)nmbl_sys_umount(sysroot);
 		return r;
 	}
+	ctx->prepared = (struct nmbl_prepared_root){ .mounted = true, .bound = true };
 	r = set_loglevel(ctx, running, entry);
 	if (r < 0)
 		nmbl_notice(ctx, "cannot set the console log level: %s", strerror(-r));
@@ -267,4 +272,29 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 	if (nmbl_systemd_is_pid1(ctx))
 		return nmbl_ask_systemd("switch-root", NMBL_SYSROOT);
 	return 0;
+}
+
+int nmbl_switch_root_undo(struct nmbl_ctx *ctx)
+{
+	struct nmbl_prepared_root *p = &ctx->prepared;
+	_cleanup_free_ char *proc = nmbl_path(ctx, "/proc/cmdline");
+	_cleanup_free_ char *sysroot = nmbl_path(ctx, NMBL_SYSROOT);
+	int r = 0, k;
+
+	if (!proc || !sysroot)
+		return -ENOMEM;
+	/* The running kernel's own parameters again, for whatever nmbl reads
+	 * of them until it boots something else. */
+	if (p->bound && (k = nmbl_sys_umount(proc)) < 0)
+		r = k;
+	if (p->mounted && (k = nmbl_sys_umount(sysroot)) < 0 && r == 0)
+		r = k;
+	if (p->printk[0] && (k = write_sysctl(ctx, "/proc/sys/kernel/printk", p->printk)) < 0 &&
+	    r == 0)
+		r = k;
+	if (p->panic[0] && (k = write_sysctl(ctx, "/proc/sys/kernel/panic", p->panic)) < 0 &&
+	    r == 0)
+		r = k;
+	*p = (struct nmbl_prepared_root){ 0 };
+	return r;
 }

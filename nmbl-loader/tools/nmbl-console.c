@@ -21,6 +21,11 @@
  * (nmbl_contain_menu()): the consoles and the pseudo-terminal are opened
  * first, as root, and COMMAND cannot open any itself.
  *
+ * nmbl's init starts nmbl-console as the first process of a PID namespace
+ * of the menu's own: nmbl-console ends as soon as COMMAND does, even when
+ * something COMMAND started still holds the pseudo-terminal, and the
+ * kernel then ends all that is left of the menu.
+ *
  * Exit status: COMMAND's, 128 + the signal that ended it, or 1 when it
  * could not be started.
  */
@@ -34,6 +39,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -132,6 +138,19 @@ static void no_signal_keys(int fd)
 
 static bool contained;
 
+/* What COMMAND wrote before it ended, to each console, waiting for none. */
+static void drain(int master)
+{
+	char buf[4096];
+	ssize_t n;
+
+	if (fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK) < 0)
+		return;
+	while ((n = read(master, buf, sizeof(buf))) > 0)
+		for (size_t i = 0; i < n_consoles; i++)
+			write_all(consoles[i].fd, buf, (size_t)n);
+}
+
 /* COMMAND in place of this process, contained if asked; returns only on
  * failure, and never runs COMMAND uncontained when asked otherwise. */
 static void exec_command(char **argv)
@@ -155,11 +174,11 @@ static int run_direct(char **argv)
 
 int main(int argc, char **argv)
 {
-	struct pollfd fds[MAX_CONSOLES + 1];
+	struct pollfd fds[MAX_CONSOLES + 2];
 	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
-	int master, status;
+	int master, status, pidfd;
 	char buf[4096];
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	if (argc >= 2 && strcmp(argv[1], "--contained") == 0) {
 		contained = true;
@@ -220,7 +239,7 @@ int main(int argc, char **argv)
 			}
 			contained = false;
 		}
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(EXIT_FAILURE);
 		exec_command(argv + 1);
 		_exit(127);
@@ -239,13 +258,21 @@ int main(int argc, char **argv)
 	fds[0] = (struct pollfd){ .fd = master, .events = POLLIN };
 	for (size_t i = 0; i < n_consoles; i++)
 		fds[i + 1] = (struct pollfd){ .fd = consoles[i].fd, .events = POLLIN };
+	/* COMMAND's end, which its own children cannot hide by keeping the
+	 * pseudo-terminal open (without pidfds: the terminal's hang-up). */
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	fds[n_consoles + 1] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
 
 	for (;;) {
 		ssize_t n;
 
-		if (poll(fds, n_consoles + 1, -1) < 0) {
+		if (poll(fds, n_consoles + 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
+			break;
+		}
+		if (fds[n_consoles + 1].revents) {
+			drain(master);
 			break;
 		}
 		if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -17,13 +17,20 @@
  *
  * The menu runs contained (no root, no capabilities, a seccomp filter)
  * and asks this process, its broker, for what needs root (libnmbl's
- * broker.c checks each request).  Its exit status says what comes next
+ * broker.c checks each request).  It runs in PID and IPC namespaces of
+ * its own: whatever it starts, even in a session of its own, ends with it
+ * (the kernel ends a PID namespace's every process when its first one
+ * ends), before anything else happens here, so nothing of a menu taken
+ * over by a GRUB bug lives on into the booted system, a kexec, a reboot
+ * or the next menu.  Its exit status says what comes next
  * (libnmbl.h's NMBL_EXIT_*), when the broker agrees: 100, the broker
  * mounted the chosen entry's root on /sysroot (a direct boot), so switch
  * root to it and start its init; 101, it loaded the entry's kernel, so
  * kexec; 0, the user asked for a reboot; anything else (an exit status, a
  * signal, a crash, the OOM killer) is a failure of nmbl itself: say so,
- * undo what the broker prepared, and show the menu again.
+ * undo what the broker prepared, and show the menu again.  Once the
+ * broker has asked the firmware to start something (chainloader, fwsetup),
+ * the machine reboots to it however the menu ended.
  *
  * Under Secure Boot this image is the boot loader the firmware trusts, so
  * nothing a console user types may give more than GRUB would: no shell,
@@ -48,8 +55,10 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -340,7 +349,8 @@ static char *kernel_param(struct nmbl_ctx *ctx, const char *key, bool as_written
 
 /* nmbl.shell or nmbl.shell=1, exactly as written, on nmbl's own command
  * line: what a debug build's UKI carries.  Anything else ("nmbl.shell=",
- * a quoted form) opens no shell. */
+ * a quoted form) opens no shell.  Read once, at the start: a direct boot
+ * binds the entry's line over /proc/cmdline, which must never grant it. */
 static bool shell_allowed(struct nmbl_ctx *ctx)
 {
 	_cleanup_free_ char *param = kernel_param(ctx, "nmbl.shell", true);
@@ -580,41 +590,84 @@ static void menu_child_fds(int sock)
 		_exit(127);
 }
 
-/* Run the contained menu ARGV, answering its requests until it ends: its
- * exit status (or 128 + signal, or -errno), and in *RET_BROKER what was
- * prepared when the status says to boot it and the broker agrees. */
-static int run_contained(struct nmbl_ctx *ctx, char *const argv[], struct nmbl_broker **ret_broker)
+/*
+ * ARGV started as the first process of new PID and IPC namespaces: when it
+ * ends, the kernel kills every other process in the namespace, and its
+ * parent sees it end only once they all have.  *RET_PIDFD a descriptor
+ * that polls readable then (-1 where the kernel has none).  In the child,
+ * returns only on failure.
+ */
+static pid_t start_menu(char *const argv[], int sock, int *ret_pidfd)
 {
-	struct nmbl_broker *broker = NULL;
-	enum nmbl_broker_outcome outcome;
-	int sv[2], status, r;
-	pid_t pid;
+	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)(CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD),
+				   NULL, NULL, NULL, NULL);
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+	if (pid < 0)
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		r = -errno;
-		close(sv[0]);
-		close(sv[1]);
-		return r;
-	}
 	if (pid == 0) {
-		close(sv[0]);
-		menu_child_fds(sv[1]);
+		menu_child_fds(sock);
 		(void)signal(SIGCHLD, SIG_DFL);
 		execv(argv[0], argv);
 		fprintf(stderr, "nmbl-init: cannot run %s: %m\n", argv[0]);
 		_exit(127);
 	}
+	*ret_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return pid;
+}
+
+/* Answer the broker's requests until the menu's first process has ended,
+ * and with it the whole menu, or every process of the menu has closed its
+ * side: 0, or -errno when the socket fails. */
+static int serve_menu(struct nmbl_broker *broker, int sock, int pidfd)
+{
+	struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+
+	for (;;) {
+		int r;
+
+		if (poll(p, pidfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pidfd >= 0 && p[1].revents)
+			return 0;
+		if (!p[0].revents)
+			continue;
+		r = nmbl_broker_serve(broker);
+		if (r <= 0)
+			return r;
+	}
+}
+
+/* Run the contained menu ARGV, answering its requests until it ends: its
+ * exit status (or 128 + signal, or -errno), and in *RET_BROKER what was
+ * prepared when the status says to boot it and the broker agrees, or when
+ * the broker asked the firmware to start something at the reboot
+ * (NMBL_EXIT_REBOOT then). */
+static int run_contained(struct nmbl_ctx *ctx, char *const argv[], struct nmbl_broker **ret_broker)
+{
+	struct nmbl_broker *broker = NULL;
+	enum nmbl_broker_outcome outcome;
+	int sv[2], status, r, pidfd = -1;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = start_menu(argv, sv[1], &pidfd);
 	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return pid;
+	}
 	r = nmbl_broker_new(ctx, sv[0], &broker);
-	/* Until every process of the menu has closed its side. */
-	while (r >= 0 && (r = nmbl_broker_serve(broker)) > 0)
-		;
+	if (r >= 0)
+		r = serve_menu(broker, sv[0], pidfd);
 	if (r < 0)
 		say("the boot menu's requests: %s", strerror(-r));
 	close(sv[0]);
+	if (pidfd >= 0)
+		close(pidfd);
 	for (;;) {
 		pid_t w = wait(&status);
 
@@ -627,13 +680,28 @@ static int run_contained(struct nmbl_ctx *ctx, char *const argv[], struct nmbl_b
 		if (w == pid)
 			break;
 	}
+	/* From here on, no process of the menu is left. */
 	r = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	outcome = nmbl_broker_get_outcome(broker);
 	if ((r == NMBL_EXIT_KEXEC && outcome == NMBL_BROKER_KEXEC) ||
 	    (r == NMBL_EXIT_SWITCH_ROOT && outcome == NMBL_BROKER_DIRECT)) {
-		nmbl_broker_keep(broker);
+		int k = nmbl_broker_keep(broker);
+
+		if (k < 0)
+			say("cannot record the boot entry for the booted system: %s",
+			    nmbl_strerror(k));
 		*ret_broker = broker;
 		return r;
+	}
+	/* BootNext or OsIndications is set: the firmware starts what was
+	 * asked at the next start, which no new menu may ask for again. */
+	if (outcome == NMBL_BROKER_REBOOT) {
+		if (r != NMBL_EXIT_REBOOT)
+			say("the boot menu ended (status %d) after the firmware was asked to start "
+			    "a program; rebooting to it", r);
+		(void)nmbl_broker_keep(broker);
+		*ret_broker = broker;
+		return NMBL_EXIT_REBOOT;
 	}
 	if (r == NMBL_EXIT_KEXEC || r == NMBL_EXIT_SWITCH_ROOT) {
 		say("the boot menu ended to boot, but nothing was prepared to boot");
@@ -683,12 +751,13 @@ static int run_menu(struct nmbl_ctx *ctx, struct nmbl_broker **ret_broker)
 	return run_contained(ctx, argv, ret_broker);
 }
 
-/* Only a debug build's signed command line has a shell offered. */
-static void debug_shell(struct nmbl_ctx *ctx)
+/* Only a debug build's signed command line has a shell offered
+ * (ALLOWED, as it said at the start). */
+static void debug_shell(bool allowed)
 {
 	char *argv[] = { SHELL, NULL };
 
-	if (!shell_allowed(ctx) || access(SHELL, X_OK) < 0)
+	if (!allowed || access(SHELL, X_OK) < 0)
 		return;
 	disarm_watchdog();
 	say("nmbl.shell: a shell on the console; leave it to get the menu back");
@@ -783,6 +852,7 @@ int main(int argc, char **argv)
 {
 	struct nmbl_ctx *ctx = NULL;
 	pid_t follower;
+	bool shell;
 	int fd, r;
 
 	(void)argc;
@@ -800,6 +870,7 @@ int main(int argc, char **argv)
 		for (;;)
 			pause();
 	}
+	shell = shell_allowed(ctx);
 
 	fd = open_uevents();
 	if (fd < 0)
@@ -849,7 +920,7 @@ int main(int argc, char **argv)
 			disarm_watchdog();
 			switch_root(ctx);
 			say("switching root failed; rebooting");
-			debug_shell(ctx);
+			debug_shell(shell);
 			sync();
 			(void)reboot(RB_AUTOBOOT);
 		} else if (r == NMBL_EXIT_REBOOT) {
@@ -868,7 +939,7 @@ int main(int argc, char **argv)
 		if (follower <= 0 || waitpid(follower, NULL, WNOHANG) == follower ||
 		    (kill(follower, 0) < 0 && errno == ESRCH))
 			follower = fd >= 0 ? follow_uevents(ctx, fd) : -1;
-		debug_shell(ctx);
+		debug_shell(shell);
 		fast_fails = now_ms() - started < MENU_FAST_FAIL_MS ? fast_fails + 1 : 0;
 		if (fast_fails >= MENU_FAST_FAILS) {
 			say("the boot menu keeps failing; trying again in %d seconds",

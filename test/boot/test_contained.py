@@ -7,16 +7,29 @@ UKI with NMBL_SELFTEST_CONTAINMENT=1 on its signed command line (see
 test/test.mk) has grub-emu offer a command that tries each call the filter
 denies and prints grub-emu's own /proc/self/status, then makes a call
 through the x32 entry, which the filter answers by killing grub-emu: nmbl
-shows the menu again, and the entry boots."""
+shows the menu again, and the entry boots.
+
+The same image offers a command that leaves a process behind, as a menu
+taken over by a GRUB bug would: in a session of its own, off the broker's
+socket, holding the console, handles on /dev, /proc and /run and a
+socket.  Before nmbl ran the menu in a PID namespace of its own, that
+process outlived the menu into the next menu and into the system a direct
+boot started (its init adopted it), able to read what was typed on the
+console.  Now the menu started again finds none left, and the system the
+entry boots directly, without a second kernel, sees no process it did not
+start."""
 
 import functools
 import re
 
-from fixture import (BOOT_TIMEOUT, MENU_READY, TARGET_UP, VM, build_path, entry,
-                     expected_cmdline, kver, make_disk)
-from vm import KEY_ENTER
+from fixture import (BOOT_TIMEOUT, MENU_READY, ROOT_UUID, TARGET_KERNEL, TARGET_UP, VM,
+                     build_path, kver, make_disk)
+from vm import KEY_ENTER, KEY_ESC
 
-EXTRA = "nmbl.entry=contained"
+# nmbl's own kernel parameters, its self-test's too (test/test.mk): the
+# entry boots without a second kernel.
+CMDLINE = (f"root=UUID={ROOT_UUID} ro console=tty0 console=ttyS0,115200 "
+           "NMBL_SELFTEST_CONTAINMENT=1 nmbl.entry=contained")
 MENU_UID = 65533
 # What the issue names, at least; libnmbl's contain.c denies more.
 MUST_DENY = ("kexec_file_load", "kexec_load", "reboot", "mount", "umount2", "init_module",
@@ -26,38 +39,61 @@ MUST_DENY = ("kexec_file_load", "kexec_load", "reboot", "mount", "umount2", "ini
              "iopl", "clone(CLONE_NEWUSER)", "ioctl(TIOCSTI)")
 CALL = re.compile(r"^nmbl-contained: ([^\s:]+) (\S+)\s*$", re.M)
 STATUS = re.compile(r"^nmbl-contained: (\w+):\s*(.*?)\s*$", re.M)
+ESCAPEES_LEFT = r"nmbl-escapee: (\d+) left from before"
+PROCS = r"NMBL-TARGET-PROCS([^\r\n]*)\r?\n"
 
 
 @functools.cache
 def disk():
     cfg = "set default=0\nset timeout=600\n\n"
-    cfg += entry("Debian GNU/Linux", f"/vmlinuz-{kver()}", EXTRA)
-    return make_disk("contained", cfg, {
-        f"vmlinuz-{kver()}": build_path("test", "vmlinuz-test"),
-        f"initrd.img-{kver()}": build_path("test", "target-initrd.img")},
-        uki="test/nmbl-contained.efi")
+    cfg += f"""menuentry 'Debian GNU/Linux' {{
+	linux /vmlinuz-{kver()} {CMDLINE}
+}}
+"""
+    return make_disk("contained", cfg, {f"vmlinuz-{kver()}": build_path("test", "vmlinuz-test")},
+                     uki="test/nmbl-contained.efi")
+
+
+def escape(vm):
+    """At GRUB's prompt: a process left behind, after counting those an
+    earlier menu left; the count."""
+    vm.send("nmbl_selftest_escape" + KEY_ENTER)
+    left = vm.wait_for(ESCAPEES_LEFT, timeout=60, clean=True)
+    vm.wait_for(r"nmbl-escapee: started", timeout=60, clean=True)
+    return int(left.group(1))
 
 
 @functools.cache
 def session():
-    """The self-test typed at GRUB's prompt, the menu back after grub-emu
-    was killed, then the entry booted: the log and the target's report."""
+    """At GRUB's prompt, a process left behind and the self-test, which
+    ends with grub-emu killed; at the menu's prompt again, the processes
+    the first menu left counted and one more left behind; then the entry
+    booted: the log, the counts, the target's report."""
     with VM(disk(), snapshot=True, log_file=build_path("test", "contained.log")) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         vm.send("c")
         vm.wait_for(r"grub>", timeout=60, clean=True)
+        left = [escape(vm)]
         vm.send("nmbl_selftest_containment" + KEY_ENTER)
         vm.wait_for(r"nmbl-contained: x32", timeout=60, clean=True)
         vm.wait_for(r"ended by signal 31", timeout=60, clean=True)
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT, clean=True)
+        vm.send("c")
+        vm.wait_for(r"grub>", timeout=60, clean=True)
+        left.append(escape(vm))
+        vm.send(KEY_ESC)
+        vm.wait_for(r"Use the .* keys to select which entry is highlighted", timeout=60,
+                    clean=True)
         vm.send(KEY_ENTER)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        kernel = vm.wait_for(TARGET_KERNEL, timeout=60)
+        procs = vm.wait_for(PROCS, timeout=60)
         vm.wait_exit(timeout=60)
-        return vm.clean_log(), up
+        return vm.clean_log(), left, up, kernel, procs
 
 
 def test_menu_runs_without_root_powers():
-    log, _ = session()
+    log = session()[0]
     status = dict(STATUS.findall(log))
     assert status.get("Uid", "").split() == [str(MENU_UID)] * 4, status
     assert status.get("Gid", "").split() == [str(MENU_UID)] * 4, status
@@ -69,7 +105,7 @@ def test_menu_runs_without_root_powers():
 
 
 def test_denied_calls_get_eperm():
-    log, _ = session()
+    log = session()[0]
     calls = dict(CALL.findall(log))
     missing = [c for c in MUST_DENY if c not in calls]
     assert not missing, f"not tried: {missing}"
@@ -78,7 +114,18 @@ def test_denied_calls_get_eperm():
 
 
 def test_sigsys_brings_the_menu_back_and_the_entry_boots():
-    log, up = session()
+    log, _, up, _, _ = session()
     assert re.search(r"the boot menu was ended by signal 31 \(Bad system call\); it comes back",
                      log), "nmbl-init did not see grub-emu killed by SIGSYS"
-    assert up.group(2) == expected_cmdline(f"/vmlinuz-{kver()}", EXTRA), up.group(2)
+    assert up.group(2) == f"BOOT_IMAGE=/vmlinuz-{kver()} {CMDLINE}", up.group(2)
+
+
+def test_nothing_the_menu_left_behind_survives_it():
+    _, left, _, kernel, procs = session()
+    # The first menu found none (it was the first); the second none of the
+    # first's, which nmbl ended with the first menu.
+    assert left == [0, 0], f"processes a menu left behind, found by the next: {left}"
+    # One kernel start: the system was booted directly, where a process of
+    # the menu could have lived on; it finds none it did not start.
+    assert kernel.group(2) == "1", kernel.group(0)
+    assert procs.group(1).strip() == "", f"processes in the booted system: {procs.group(1)}"

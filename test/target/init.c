@@ -19,6 +19,10 @@
  *                                      kernel started in it, and how many
  *                                      of its lines nmbl wrote; a direct
  *                                      boot shows nmbl's, a kexec none)
+ *   NMBL-TARGET-PROCS <pid>:<comm> ...   every process but this one and the
+ *                                      kernel's threads (empty: none): a
+ *                                      direct boot must bring none of
+ *                                      nmbl's along
  *   NMBL-TARGET-EFIVAR <name>=<value>   for each Boot Loader Interface
  *                                      variable the boot left (UTF-16;
  *                                      LoaderFeatures in hex)
@@ -385,6 +389,49 @@ static void report_uptime(void)
 
 /* A kernel's log starts with "Linux version"; a kernel booted by kexec
  * starts a new log, the same kernel switching root keeps its own. */
+/* PF_KTHREAD in the flags of /proc/PID/stat. */
+#define KERNEL_THREAD 0x00200000UL
+
+static void report_processes(void)
+{
+	char list[LINE_MAX_LEN - 64] = "";
+	size_t len = 0;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	while (d && (de = readdir(d))) {
+		char path[sizeof("/proc//stat") + sizeof(de->d_name)], stat[1024], *end;
+		unsigned long flags;
+		ssize_t n;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || atoi(de->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, stat, sizeof(stat) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		stat[n] = '\0';
+		/* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ..." */
+		end = strrchr(stat, ')');
+		if (!end || sscanf(end + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1 ||
+		    (flags & KERNEL_THREAD))
+			continue;
+		*end = '\0';
+		len += (size_t)snprintf(list + len, sizeof(list) - len, " %s:%s", de->d_name,
+					strchr(stat, '(') + 1);
+		if (len >= sizeof(list))
+			break;
+	}
+	if (d)
+		closedir(d);
+	out_line("NMBL-TARGET-PROCS%s", list);
+}
+
 static void report_kernel(void)
 {
 	char boot_id[64];
@@ -759,6 +806,7 @@ int main(void)
 	report_initrd_markers();
 	report_uptime();
 	report_kernel();
+	report_processes();
 	if (pid1) {
 		report_loader_variables();
 		set_requested_variables();

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fake-sys.h"
@@ -29,8 +31,9 @@ static void test_each_request_with_its_fields_parses(void)
 {
 	struct nmbl_broker_message m;
 	const char *measure[] = { "8", "grub_cmd: linux /vmlinuz" };
-	const char *kernel[] = { "/dev/vda", "2048", "/vmlinuz-6.1", "(hd0,gpt2)/vmlinuz-6.1" };
-	const char *boot[] = { "BOOT_IMAGE=/vmlinuz root=UUID=x ro", "debian" };
+	const char *kernel[] = { "/dev/vda", "2048", "/vmlinuz-6.1", "(hd0,gpt2)/vmlinuz-6.1",
+				 "BOOT_IMAGE=/vmlinuz root=UUID=x ro" };
+	const char *boot[] = { "debian" };
 	const char *initrd[] = { "/dev/vda", "2048", "/initrd.img", "/initrd.img", "1" };
 	const char *chain[] = { "/dev/nvme0n1", "0", "/EFI/Microsoft/Boot/bootmgfw.efi" };
 	const char *env[] = { "/dev/vda", "2048", "/grub2/grubenv" };
@@ -39,11 +42,12 @@ static void test_each_request_with_its_fields_parses(void)
 	CHECK_INT(m.request, NMBL_BROKER_MEASURE);
 	CHECK_INT(m.n_fields, 2);
 	CHECK_STR(m.fields[1], "grub_cmd: linux /vmlinuz");
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, kernel, 4, &m), 0);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, kernel, 5, &m), 0);
 	CHECK_STR(m.fields[2], "/vmlinuz-6.1");
+	CHECK_STR(m.fields[4], "BOOT_IMAGE=/vmlinuz root=UUID=x ro");
 	CHECK_INT(round_trip(NMBL_BROKER_INITRD, initrd, 5, &m), 0);
 	CHECK_STR(m.fields[4], "1");
-	CHECK_INT(round_trip(NMBL_BROKER_BOOT, boot, 2, &m), 0);
+	CHECK_INT(round_trip(NMBL_BROKER_BOOT, boot, 1, &m), 0);
 	CHECK_INT(round_trip(NMBL_BROKER_CHAINLOAD, chain, 3, &m), 0);
 	CHECK_INT(round_trip(NMBL_BROKER_FIRMWARE_SETUP, NULL, 0, &m), 0);
 	CHECK_INT(round_trip(NMBL_BROKER_ENTRY_REQUESTS, NULL, 0, &m), 0);
@@ -57,25 +61,28 @@ static void test_requests_out_of_shape_are_refused(void)
 	struct nmbl_broker_message m;
 	const char *pcr11[] = { "11", "leave-nmbl:kexec" };
 	const char *pcr_octal[] = { "08", "x" };
-	const char *not_disk[] = { "/etc/shadow", "0", "/vmlinuz", "x" };
-	const char *disk_escape[] = { "/dev/../etc", "0", "/vmlinuz", "x" };
-	const char *relative[] = { "/dev/vda", "0", "vmlinuz", "x" };
-	const char *dotdot[] = { "/dev/vda", "0", "/boot/../../etc/shadow", "x" };
-	const char *huge[] = { "/dev/vda", "99999999999999999999", "/vmlinuz", "x" };
-	const char *sign[] = { "/dev/vda", "-1", "/vmlinuz", "x" };
-	const char *three[] = { "/dev/vda", "0", "/vmlinuz" };
+	const char *not_disk[] = { "/etc/shadow", "0", "/vmlinuz", "x", "BOOT_IMAGE=x" };
+	const char *disk_escape[] = { "/dev/../etc", "0", "/vmlinuz", "x", "BOOT_IMAGE=x" };
+	const char *relative[] = { "/dev/vda", "0", "vmlinuz", "x", "BOOT_IMAGE=x" };
+	const char *dotdot[] = { "/dev/vda", "0", "/boot/../../etc/shadow", "x", "BOOT_IMAGE=x" };
+	const char *huge[] = { "/dev/vda", "99999999999999999999", "/vmlinuz", "x", "BOOT_IMAGE=x" };
+	const char *sign[] = { "/dev/vda", "-1", "/vmlinuz", "x", "BOOT_IMAGE=x" };
+	const char *four[] = { "/dev/vda", "0", "/vmlinuz", "x" };
+	/* A line GRUB's linux never makes: what would be measured of it? */
+	const char *bare[] = { "/dev/vda", "0", "/vmlinuz", "x", "root=/dev/vda2 init=/bin/sh" };
 	size_t len;
 
 	/* Only GRUB's PCRs: 11 is nmbl's own, for its hand-over. */
 	CHECK_INT(round_trip(NMBL_BROKER_MEASURE, pcr11, 2, &m), -EBADMSG);
 	CHECK_INT(round_trip(NMBL_BROKER_MEASURE, pcr_octal, 2, &m), -EBADMSG);
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, not_disk, 4, &m), -EBADMSG);
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, disk_escape, 4, &m), -EBADMSG);
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, relative, 4, &m), -EBADMSG);
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, dotdot, 4, &m), -EBADMSG);
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, huge, 4, &m), -EBADMSG);
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, sign, 4, &m), -EBADMSG);
-	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, three, 3, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, not_disk, 5, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, disk_escape, 5, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, relative, 5, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, dotdot, 5, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, huge, 5, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, sign, 5, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, four, 4, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, bare, 5, &m), -EBADMSG);
 	CHECK_INT(round_trip(NMBL_BROKER_INITRD, not_disk, 4, &m), -EBADMSG);
 	CHECK_INT(round_trip(NMBL_BROKER_GRUBENV_WRITE, dotdot, 3, &m), -EBADMSG);
 	CHECK_INT(round_trip(0, NULL, 0, &m), -EBADMSG);
@@ -90,14 +97,14 @@ static void test_requests_out_of_shape_are_refused(void)
 
 static void test_command_line_within_the_limit(void)
 {
-	static char cmdline[NMBL_CMDLINE_MAX + 1];
+	static char cmdline[NMBL_CMDLINE_MAX + 1] = "BOOT_IMAGE=";
 	struct nmbl_broker_message m;
-	const char *boot[] = { cmdline, "x" };
+	const char *kernel[] = { "/dev/vda", "0", "/vmlinuz", "x", cmdline };
 
-	memset(cmdline, 'a', NMBL_CMDLINE_MAX - 1);
-	CHECK_INT(round_trip(NMBL_BROKER_BOOT, boot, 2, &m), 0);
+	memset(cmdline + strlen(cmdline), 'a', NMBL_CMDLINE_MAX - 1 - strlen(cmdline));
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, kernel, 5, &m), 0);
 	cmdline[NMBL_CMDLINE_MAX - 1] = 'a';
-	CHECK_INT(round_trip(NMBL_BROKER_BOOT, boot, 2, &m), -EBADMSG);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL, kernel, 5, &m), -EBADMSG);
 }
 
 /* The broker's side, one request at a time, over a real socket pair: the
@@ -145,7 +152,7 @@ static void test_broker_answers_and_refuses(void)
 	static const unsigned char fedora[] = "\x07\0\0\0f\0c\0\x33\0\x39\0*\0\0";
 	const char *measure[] = { "8", "grub_cmd: echo" };
 	const char *pcr11[] = { "11", "leave-nmbl:kexec" };
-	const char *boot[] = { "root=/dev/vda2", "fedora" };
+	const char *boot[] = { "fedora" };
 	struct nmbl_broker *broker = NULL;
 	char *reply[2] = { NULL, NULL };
 	int sv[2], fd;
@@ -166,7 +173,7 @@ static void test_broker_answers_and_refuses(void)
 	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_MEASURE, pcr11, 2, fd, NULL, 0), -EBADMSG);
 	close(fd);
 	/* Nothing to boot before a kernel was asked for. */
-	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 2, -1, reply, 2), -ENOENT);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), -ENOENT);
 	free(reply[0]);
 	free(reply[1]);
 	CHECK_INT(nmbl_broker_get_outcome(broker), NMBL_BROKER_NOTHING);
@@ -188,6 +195,286 @@ static void test_broker_answers_and_refuses(void)
 	close(sv[0]);
 }
 
+/*
+ * A menu taken over, answered by the real broker.  The machine runs the
+ * corpus kernel ("6.1.0-test (nmbl) #1 SMP") from the ext4 /dev/vda3, at
+ * sector 4096 of /dev/vda, which holds /boot: its files are where nmbl
+ * mounts it (the seam's mount does nothing).
+ */
+#define PROC_VERSION "Linux version 6.1.0-test (nmbl) (gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP\n"
+#define LINE "BOOT_IMAGE=/vmlinuz root=UUID=7a46e7a1 ro console=ttyS0,115200 quiet"
+#define MOUNTED "/run/nmbl/mnt/vda3"
+
+static void machine(void)
+{
+	static unsigned char ext4_sb[2048];
+	char cmd[8192];
+
+	ext4_sb[1080] = 0x53;
+	ext4_sb[1081] = 0xef;
+	memset(&fake, 0, sizeof(fake));
+	fake.root = fixture_root();
+	fixture_text("/proc/version", PROC_VERSION);
+	fixture_text("/proc/cmdline", LINE "\n");
+	fixture_text("/proc/sys/kernel/printk", "4\t4\t1\t7\n");
+	fixture_text("/proc/filesystems", "\text4\n");
+	fixture_text("/proc/self/mountinfo", "22 1 0:5 / /dev rw - devtmpfs devtmpfs rw\n");
+	fixture_text("/sys/class/block/vda/vda3/start", "4096\n");
+	fixture_text("/sys/class/block/vda3/partition", "3\n");
+	fixture_write("/dev/vda3", ext4_sb, sizeof(ext4_sb));
+	fixture_text("/dev/disk/by-uuid/.keep", "");
+	unlink(fixture_path("/dev/disk/by-uuid/7a46e7a1"));
+	CHECK_INT(symlink("../../vda3", fixture_path("/dev/disk/by-uuid/7a46e7a1")), 0);
+	fixture_text(MOUNTED "/.keep", "");
+	snprintf(cmd, sizeof(cmd), "cp %s %s", CORPUS "/kernel.efi", fixture_path(MOUNTED "/vmlinuz"));
+	fixture_run("%s", cmd);
+	fixture_text("/sysroot/sbin/init", "#!\n");
+	chmod(fixture_path("/sysroot/sbin/init"), 0755);
+}
+
+/* A broker for a menu at *MENU, on CTX. */
+static struct nmbl_broker *new_broker(struct nmbl_ctx *c, int sv[2])
+{
+	struct nmbl_broker *broker = NULL;
+
+	CHECK_INT(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	CHECK_INT(nmbl_broker_new(c, sv[0], &broker), 0);
+	return broker;
+}
+
+static void end_broker(struct nmbl_broker *broker, int sv[2])
+{
+	nmbl_broker_free(broker);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static unsigned efivar_writes(void)
+{
+	unsigned n = 0;
+
+	for (const char *c = fake.calls; (c = strstr(c, "efivar")); c++)
+		n++;
+	return n;
+}
+
+static const char *const kernel_request[] = { "/dev/vda", "4096", "/vmlinuz", "/vmlinuz", LINE };
+
+/* BOOT asked again and again, its direct boot failing at the root each
+ * time: before, each wrote LoaderTimeInitUSec, LoaderTimeExecUSec and
+ * more into the firmware's flash (200 requests, 602 writes).  Now the Boot
+ * Loader Interface is written once, when nmbl's init keeps the hand-over,
+ * and a prepared hand-over takes no further request. */
+static void test_boot_loader_interface_written_once_kept(void)
+{
+	const char *boot[] = { "debian-6.1" }, *measure[] = { "8", "grub_cmd: boot" };
+	const char *chain[] = { "/dev/vda", "4096", "/EFI/x.efi" };
+	char *reply[2] = { NULL, NULL };
+	struct nmbl_broker *broker;
+	unsigned writes = 0;
+	int sv[2], fd;
+
+	machine();
+	fake.clock_now_usec = 9000000;
+	fake.clock_kernel_usec = 2000000;
+	broker = new_broker(ctx, sv);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_KERNEL, kernel_request, 5, -1, NULL, 0), 0);
+	fake.mount_errno = -EIO;
+	for (int i = 0; i < 200; i++) {
+		fake.calls[0] = '\0';
+		CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), -EIO);
+		CHECK_STR(reply[0], "root");
+		writes += efivar_writes();
+		free(reply[0]);
+		free(reply[1]);
+	}
+	CHECK_INT(writes, 0);
+	CHECK_INT(nmbl_broker_get_outcome(broker), NMBL_BROKER_NOTHING);
+
+	fake.mount_errno = 0;
+	fake.calls[0] = '\0';
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), 0);
+	CHECK_STR(reply[0], "direct");
+	free(reply[0]);
+	free(reply[1]);
+	CHECK_INT(nmbl_broker_get_outcome(broker), NMBL_BROKER_DIRECT);
+	CHECK_INT(efivar_writes(), 0);
+	/* One hand-over a session: nothing more is done. */
+	fd = sealed("boot", true);
+	for (int i = 0; i < 100; i++) {
+		CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, NULL, 0), -EALREADY);
+		CHECK_INT(ask(broker, sv[1], NMBL_BROKER_KERNEL, kernel_request, 5, -1, NULL, 0),
+			  -EALREADY);
+		CHECK_INT(ask(broker, sv[1], NMBL_BROKER_CHAINLOAD, chain, 3, -1, NULL, 0), -EALREADY);
+		CHECK_INT(ask(broker, sv[1], NMBL_BROKER_FIRMWARE_SETUP, NULL, 0, -1, NULL, 0),
+			  -EALREADY);
+		CHECK_INT(ask(broker, sv[1], NMBL_BROKER_MEASURE, measure, 2, fd, NULL, 0), -EALREADY);
+	}
+	close(fd);
+	CHECK_INT(efivar_writes(), 0);
+
+	/* Kept: the record, once, now. */
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_broker_keep(broker), 0);
+	CHECK_INT(efivar_writes(), 5);
+	CHECK(strstr(fake.calls, "efivar LoaderEntrySelected-" NMBL_LOADER_GUID " 26;") != NULL);
+	CHECK(strstr(fake.calls, "efivar LoaderTimeExecUSec-") != NULL);
+	/* The same entry at the next boot: only the times. */
+	fake.clock_now_usec = 9500000;
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_set_loader_entry(ctx, "debian-6.1"), 0);
+	CHECK_INT(efivar_writes(), 2);
+	CHECK(strstr(fake.calls, "efivar LoaderTimeInitUSec-") != NULL);
+	CHECK(strstr(fake.calls, "efivar LoaderTimeExecUSec-") != NULL);
+	end_broker(broker, sv);
+}
+
+/* A direct boot prepared and then not taken (the menu crashed, or ended
+ * otherwise than it said): everything is as before it, the entry's line
+ * no longer over /proc/cmdline, where nmbl's own parameters are read. */
+static void test_direct_boot_not_taken_is_undone(void)
+{
+	const char *boot[] = { "debian-6.1" };
+	const char *kernel[] = { "/dev/vda", "4096", "/vmlinuz", "/vmlinuz",
+				 LINE " loglevel=7" };
+	char *reply[2] = { NULL, NULL };
+	struct nmbl_broker *broker;
+	char level[64];
+	int sv[2];
+
+	machine();
+	fixture_text("/proc/cmdline", LINE " loglevel=3\n");
+	broker = new_broker(ctx, sv);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_KERNEL, kernel, 5, -1, NULL, 0), 0);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), 0);
+	CHECK_STR(reply[0], "direct");
+	free(reply[0]);
+	free(reply[1]);
+	CHECK(strstr(fake.calls, "mount /nmbl-cmdline /proc/cmdline - -;") != NULL);
+	CHECK_INT(nmbl_read_small(ctx, "/proc/sys/kernel/printk", level, sizeof(level)), 1);
+	fake.calls[0] = '\0';
+	end_broker(broker, sv);
+	CHECK_STR(fake.calls, "umount /proc/cmdline;umount /sysroot;");
+	CHECK(nmbl_read_small(ctx, "/proc/sys/kernel/printk", level, sizeof(level)) > 0);
+	CHECK_STR(level, "4 4 1 7");
+	/* Kept, it stays. */
+	broker = new_broker(ctx, sv);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_KERNEL, kernel, 5, -1, NULL, 0), 0);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), 0);
+	free(reply[0]);
+	free(reply[1]);
+	CHECK_INT(nmbl_broker_keep(broker), 0);
+	fake.calls[0] = '\0';
+	end_broker(broker, sv);
+	CHECK_STR(fake.calls, "");
+}
+
+/* PCR 8 holds the line that boots.  Before, the menu said what the line
+ * was (its own MEASURE "kernel_cmdline: ..."), and could measure the
+ * usual line and boot another, with rd.break: a secret sealed to PCRs
+ * 8+9 unsealed.  Now the broker measures the line KERNEL gave it, as
+ * GRUB's linux words it, boots that very line, and refuses the menu's. */
+static void test_command_line_measured_is_the_one_booted(void)
+{
+	static const char measured[] = "/vmlinuz root=UUID=7a46e7a1 ro console=ttyS0,115200 quiet";
+	const char *boot[] = { "debian-6.1" };
+	const char *claim[] = { "8", "kernel_cmdline: /vmlinuz root=UUID=7a46e7a1 ro quiet" };
+	unsigned char digest[32], pcr[64] = { 0 };
+	char *reply[2] = { NULL, NULL }, *log;
+	struct nmbl_broker *broker;
+	struct nmbl_ctx *c = NULL;
+	unsigned n, extends;
+	size_t len;
+	FILE *f;
+	int sv[2], fd;
+
+	machine();
+	/* Another kernel runs: this one is loaded, for kexec. */
+	fixture_text("/proc/version", "Linux version 6.1.0-other (nmbl) (gcc) #2 SMP\n");
+	fixture_text("/sys/firmware/acpi/tables/TPM2", "TPM2");
+	fixture_text("/sys/class/tpm/tpm0/tpm_version_major", "2\n");
+	fake.tpm_banks[0] = 0x000b;
+	CHECK_INT(nmbl_new(fixture_root(), &c), 0);
+	nmbl_set_measure(c, true);
+	broker = new_broker(c, sv);
+
+	fd = sealed("/vmlinuz root=UUID=7a46e7a1 ro quiet", true);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_MEASURE, claim, 2, fd, NULL, 0), -EPERM);
+	close(fd);
+	CHECK_INT(fake.tpm_extends, 0);
+
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_KERNEL, kernel_request, 5, -1, NULL, 0), 0);
+	/* The kernel into PCR 9, then its line into PCR 8. */
+	CHECK(strstr(fake.calls, ";tpm_extend 9;tpm_extend 8;") != NULL);
+	CHECK_INT(fake.tpm_extends, 2);
+	extends = fake.tpm_extends;
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), 0);
+	CHECK_STR(reply[0], "kexec");
+	free(reply[0]);
+	free(reply[1]);
+	CHECK_STR(fake.kexec_cmdline, LINE);
+	CHECK_INT(fake.tpm_extends, extends);
+
+	/* PCR 8 is the line booted, extended from zeros, and the log says so. */
+	EVP_Digest(measured, strlen(measured), digest, &n, EVP_sha256(), NULL);
+	memcpy(pcr + 32, digest, 32);
+	EVP_Digest(pcr, 64, digest, &n, EVP_sha256(), NULL);
+	CHECK(memcmp(fake.tpm_pcrs[0][8], digest, 32) == 0);
+	log = calloc(1, 65536);
+	f = fopen(fixture_path(NMBL_TPM_LOG), "rb");
+	len = f && log ? fread(log, 1, 65535, f) : 0;
+	if (f)
+		fclose(f);
+	CHECK(len > 0 && strstr(log, "kernel_cmdline: /vmlinuz root=UUID=7a46e7a1 ro "
+				     "console=ttyS0,115200 quiet") != NULL);
+	free(log);
+	end_broker(broker, sv);
+	nmbl_unref(c);
+	fixture_run("rm -rf '%s/sys/firmware/acpi' '%s/sys/class/tpm' '%s/run/nmbl'", fixture_root(),
+		    fixture_root(), fixture_root());
+}
+
+/* CHAINLOAD asked 300 times for 300 programs in one session: before, 300
+ * Boot#### options; now the first prepares the hand-over and the rest are
+ * refused, three variables written in all. */
+static void test_chainload_once_a_session(void)
+{
+	char file[64], *reply[1] = { NULL };
+	const char *chain[] = { "/dev/vda", "2048", file };
+	struct nmbl_broker *broker;
+	unsigned writes = 0;
+	int sv[2];
+
+	machine();
+	fixture_text("/sys/class/block/vda/vda1/start", "2048\n");
+	fixture_text("/sys/class/block/vda/vda1/size", "204800\n");
+	fixture_text("/sys/class/block/vda/vda1/partition", "1\n");
+	fixture_text("/sys/class/block/vda/queue/logical_block_size", "512\n");
+	fixture_run("cp %s/dev/vda3 %s/dev/vda1", fixture_root(), fixture_root());
+	fixture_text(NMBL_EFIVARS ".keep", "");
+	fixture_write("/dev/vda", "", 0);
+	fixture_run("truncate -s 102M %s && printf 'label: gpt\\nunit: sectors\\n"
+		    "start=2048, size=204800, type=U\\n' | sfdisk -q %s >/dev/null 2>&1",
+		    fixture_path("/dev/vda"), fixture_path("/dev/vda"));
+	broker = new_broker(ctx, sv);
+	for (int i = 0; i < 300; i++) {
+		char path[128];
+
+		snprintf(file, sizeof(file), "/EFI/x/p%d.efi", i);
+		snprintf(path, sizeof(path), "/run/nmbl/mnt/vda1%s", file);
+		fixture_text(path, "MZ");
+		fake.calls[0] = '\0';
+		CHECK_INT(ask(broker, sv[1], NMBL_BROKER_CHAINLOAD, chain, 3, -1, reply, 1),
+			  i == 0 ? 0 : -EALREADY);
+		free(reply[0]);
+		reply[0] = NULL;
+		writes += efivar_writes();
+	}
+	CHECK_INT(writes, 3);
+	CHECK_INT(nmbl_broker_get_outcome(broker), NMBL_BROKER_REBOOT);
+	end_broker(broker, sv);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -195,6 +482,10 @@ int main(void)
 		test_requests_out_of_shape_are_refused,
 		test_command_line_within_the_limit,
 		test_broker_answers_and_refuses,
+		test_boot_loader_interface_written_once_kept,
+		test_direct_boot_not_taken_is_undone,
+		test_command_line_measured_is_the_one_booted,
+		test_chainload_once_a_session,
 		NULL,
 	};
 
