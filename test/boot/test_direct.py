@@ -13,8 +13,8 @@ import re
 import subprocess
 import tempfile
 
-from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,
-                     TARGET_UP, VM, build_path, kver, make_disk, words)
+from fixture import (AT_MENU, BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUID,
+                     TARGET_KERNEL, TARGET_UP, VM, build_path, kver, make_disk, words)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME, Qmp
 
 # nmbl's own kernel parameters (the UKI's command line, NMBL_CMDLINE in
@@ -90,7 +90,8 @@ def choose(index):
 def boot(name, keys=None, image=None):
     """Boot, choose with KEYS, and return the console log, the target's
     report line and nmbl's boot id."""
-    with VM(image or disk(), snapshot=True, log_file=build_path("test", f"{name}.log")) as vm:
+    with VM(image or disk(), snapshot=True, log_file=build_path("test", f"{name}.log"),
+            **AT_MENU) as vm:
         nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         if keys:
@@ -142,7 +143,8 @@ def test_wrong_root_says_so_then_own_kernel_boots_directly():
     the default entry, nmbl's own kernel with userspace parameters of its
     own (rhgb, systemd.unit=, nmbl.entry=) and the same kernel ones, boots
     by switching root: one kernel start, its command line in /proc/cmdline."""
-    with VM(disk(), snapshot=True, log_file=build_path("test", "direct-default.log")) as vm:
+    with VM(disk(), snapshot=True, log_file=build_path("test", "direct-default.log"),
+            **AT_MENU) as vm:
         nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         vm.send(choose(6))

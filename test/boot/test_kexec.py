@@ -6,7 +6,7 @@ import functools
 import os
 import re
 
-from fixture import (BOOT_TIMEOUT, BOOT_UUID, ESP_PARTUUID, MENU_READY, ROOT_UUID,
+from fixture import (AT_MENU, BOOT_TIMEOUT, BOOT_UUID, ESP_PARTUUID, MENU_READY, ROOT_UUID,
                      TARGET_UP, VM, build_path, entry, expected_cmdline, kver, make_disk,
                      words)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
@@ -85,7 +85,7 @@ def boot_files():
 def boot(name, keys=None):
     """Boot the disk, press KEYS once the menu counts down, and return the
     VM's console log once the target has reported."""
-    with VM(disk(), snapshot=True, log_file=build_path("test", f"{name}.log")) as vm:
+    with VM(disk(), snapshot=True, log_file=build_path("test", f"{name}.log"), **AT_MENU) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         if keys:
             vm.send(keys)
@@ -152,7 +152,8 @@ def test_second_entry_chosen_with_arrow_keys():
 def test_refused_kernels_each_say_why_then_the_menu_returns():
     """Each refused entry shows its own reason; the menu comes back after
     each; then an entry that is fine boots."""
-    with VM(disk(), snapshot=True, log_file=build_path("test", "kexec-refused.log")) as vm:
+    with VM(disk(), snapshot=True, log_file=build_path("test", "kexec-refused.log"),
+            **AT_MENU) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         for index, (name, reasons) in enumerate(refused(), start=3):
             vm.send(KEY_HOME + KEY_DOWN * index + KEY_ENTER)

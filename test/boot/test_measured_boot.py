@@ -13,8 +13,8 @@ import hashlib
 import os
 import re
 
-from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_KERNEL, TARGET_UP,
-                     VM, build_path, debian_stub, entry, kver, make_disk)
+from fixture import (AT_MENU, BOOT_TIMEOUT, BOOT_UUID, MENU_READY, ROOT_UUID, TARGET_KERNEL,
+                     TARGET_UP, VM, build_path, debian_stub, entry, kver, make_disk)
 import measured
 from vm import KEY_CTRL_X, KEY_DOWN, KEY_END, KEY_ENTER, KEY_HOME, make_tpm_state
 
@@ -92,7 +92,8 @@ def boot(name, choose=None, banks=("sha256",), image=None, secure_boot=True, luk
     command line and the console log."""
     second = ["-drive", f"file={luks},format=raw,if=virtio"] if luks else []
     with VM(image or disk(), snapshot=True, tpm=tpm(banks), secure_boot=secure_boot,
-            qemu_args=second, log_file=build_path("test", f"measured-{name}.log")) as vm:
+            qemu_args=second, log_file=build_path("test", f"measured-{name}.log"),
+            **AT_MENU) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         if choose:
             choose(vm)
@@ -321,7 +322,7 @@ def test_three_banks_replay_in_each():
 
 def test_tpm_lost_refuses_the_boot_and_the_menu_comes_back():
     with VM(disk(), snapshot=True, tpm=tpm(("sha256",)),
-            log_file=build_path("test", "measured-tpm-lost.log")) as vm:
+            log_file=build_path("test", "measured-tpm-lost.log"), **AT_MENU) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         since = vm.pos(clean=True)
         vm.send(KEY_DOWN)

@@ -9,7 +9,7 @@ the menu.  Both are the target's signed kernel and initrd with their own
 import functools
 import re
 
-from fixture import (BOOT_TIMEOUT, MENU_READY, ROOT_UUID, TARGET_UP, VM,
+from fixture import (AT_MENU, BOOT_TIMEOUT, MENU_READY, ROOT_UUID, TARGET_UP, VM,
                      build_path, debian_stub, kver, make_disk, words)
 from vm import KEY_DOWN, KEY_ENTER
 
@@ -48,7 +48,7 @@ def selected(log):
 def boot(name, keys=None):
     """Boot the disk, press KEYS once the menu counts down, and return the
     VM's console log and the target's marker line."""
-    with VM(disk(), snapshot=True, log_file=build_path("test", f"{name}.log")) as vm:
+    with VM(disk(), snapshot=True, log_file=build_path("test", f"{name}.log"), **AT_MENU) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         if keys:
             vm.send(keys)

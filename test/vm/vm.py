@@ -16,15 +16,19 @@ See README.md next to this file.
 import argparse
 import atexit
 import codecs
+import fcntl
+import hashlib
 import json
 import os
 import re
 import select
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import weakref
@@ -137,6 +141,9 @@ _running = weakref.WeakSet()
 atexit.register(lambda: [vm.kill() for vm in list(_running)])
 
 
+TPM_ID = "nmbl-tpm-id"
+
+
 def make_tpm_state(path, banks=("sha256",)):
     """A new TPM 2.0 in directory PATH (emptied), its PCR banks BANKS
     allocated (sha1, sha256, sha384, sha512), as a machine's firmware TPM
@@ -146,6 +153,10 @@ def make_tpm_state(path, banks=("sha256",)):
     subprocess.run(["swtpm_setup", "--tpm2", "--tpmstate", os.path.abspath(path),
                     "--config", "/dev/null", "--pcr-banks", ",".join(banks), "--overwrite"],
                    check=True, capture_output=True)
+    # Which TPM this is, whatever its state becomes: a machine saved with
+    # it (VM(saved=)) goes on only with the same one.
+    with open(os.path.join(path, TPM_ID), "w") as f:
+        f.write(os.urandom(16).hex() + "\n")
     return path
 
 
@@ -154,7 +165,8 @@ class VM:
                  vars_file=None, log_file=None, echo=None, qemu_args=(),
                  qemu="qemu-system-x86_64", ovmf_code=None, ovmf_vars=None,
                  pace=0.02, esc_delay=1.2, tb_size=None, blkdebug=None, disk_format="raw",
-                 tpm=None, cpu="max", bus="virtio", disks=(), serial=True, qmp=False):
+                 tpm=None, cpu="max", bus="virtio", disks=(), serial=True, qmp=False,
+                 saved=None, save_at=None):
         """disk: raw image (or DISK_FORMAT, e.g. a qcow2 overlay), attached as
             BUS says (virtio by default: /dev/vda in the guest).
         snapshot: writes go to a throw-away overlay, so many tests can share one image.
@@ -179,6 +191,17 @@ class VM:
             that loads virtio_console and names console=hvc0 uses.
         qmp: a QEMU machine protocol socket, for self.qmp() (keys typed on
             the machine's own keyboard, screendump()).
+        saved, save_at: start from a saved machine instead of from power-on.
+            SAVED is a directory: when a machine that this same command line
+            made, on the same firmware and disk files, was saved there, it
+            goes on from where it was (its RAM and devices, its EFI
+            variables, what its console showed); otherwise it starts from
+            power-on and, once its console shows SAVE_AT (a regex), is saved
+            there (in place of any other of its disk and command line) and
+            goes on.  The disks must be as they were then, which SNAPSHOT
+            ensures; the variables are the machine's own, so VARS_FILE does
+            not go with it, and so is its TPM's state, but for which TPM
+            (make_tpm_state()) it is.
         """
         code, template = FIRMWARE[bool(secure_boot)]
         self.disk = disk
@@ -202,7 +225,13 @@ class VM:
             if b not in DISK_BUSES:
                 raise ValueError(f"unknown disk bus {b!r}: not one of {', '.join(DISK_BUSES)}")
         self.serial = serial
-        self.want_qmp = qmp
+        if saved and (not snapshot or vars_file or not save_at):
+            raise ValueError("a saved machine needs snapshot=True and save_at, "
+                             "and keeps its own variables")
+        self.saved = saved
+        self.save_at = save_at
+        self.resumed = False
+        self.want_qmp = qmp or bool(saved)
         self._qmp = None
         self._swtpm = None
         self.pace = pace
@@ -217,6 +246,7 @@ class VM:
         self._text = ""
         self._stripper = AnsiStripper()
         self._cursor = {False: 0, True: 0}  # where the next wait_for starts, per mode
+        self._read_lock = threading.Lock()
         self._eof = False
         self._started = None
         self._log = None
@@ -325,13 +355,27 @@ class VM:
         if self.vars_file is None:
             self._own_vars = True
             self.vars_file = os.path.join(self._tmpdir, "OVMF_VARS.fd")
-        if not os.path.exists(self.vars_file):
+        state = self._saved_state()
+        if state:
+            shutil.copyfile(state["vars"], self.vars_file)
+        elif not os.path.exists(self.vars_file):
             shutil.copyfile(self.ovmf_vars, self.vars_file)
         if self.tpm:
             self._start_swtpm()
         self._log = open(self.log_file, "wb") if self.log_file else None
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE,
+        command = self.command()
+        if state:
+            # What the console showed until the machine was saved, as if
+            # this one had shown it.
+            with open(state["console"], "rb") as f:
+                console = f.read()
+            self._raw += console
+            self._chunks.append(self._decoder.decode(console))
+            if self._log:
+                self._log.write(console)
+            command += ["-incoming", "exec:cat " + shlex.quote(state["stream"])]
+        self._proc = subprocess.Popen(command, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._started = time.monotonic()
         _running.add(self)
@@ -341,7 +385,98 @@ class VM:
                          threading.Thread(target=self._read_stderr, daemon=True)]
         for t in self._threads:
             t.start()
+        if state:
+            self._resume()
+        elif self.saved:
+            self.wait_for(self.save_at, since=0)
+            self._save()
+            self._cursor = {False: 0, True: 0}
         return self
+
+    # --- saved machines -------------------------------------------------
+
+    def _state_key(self):
+        """Where in self.saved this machine is saved, and what it must have
+        been started with to be this one: the command line (but for this
+        run's own files) and the files it reads (firmware, disks), by size
+        and modification time."""
+        command = [a.replace(self._tmpdir, "TMP").replace(self.vars_file, "VARS")
+                   for a in self.command()]
+        files = [self.ovmf_code, self.ovmf_vars] + [image for image, _ in self.disks]
+        stats = [(os.path.abspath(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files]
+        tpm = ""
+        if self.tpm:
+            with open(os.path.join(self.tpm, TPM_ID)) as f:
+                tpm = f.read().strip()
+        name = hashlib.sha256(json.dumps(command).encode()).hexdigest()[:16]
+        disk = os.path.abspath(self.disk)
+        prefix = os.path.join(self.saved, "-".join((os.path.basename(os.path.dirname(disk)),
+                                                    os.path.basename(disk), name)))
+        return prefix, hashlib.sha256(json.dumps([command, stats, tpm]).encode()).hexdigest()
+
+    def _state_files(self):
+        prefix, _ = self._state_key()
+        return {part: f"{prefix}.{part}" for part in ("stream", "vars", "console", "key")}
+
+    def _saved_state(self):
+        """The files of the machine saved in self.saved, if it is this one."""
+        if not self.saved:
+            return None
+        files = self._state_files()
+        try:
+            with open(files["key"]) as f:
+                if f.read().strip() != self._state_key()[1]:
+                    return None
+        except FileNotFoundError:
+            return None
+        return files if all(os.path.exists(files[p]) for p in ("stream", "vars", "console")) \
+            else None
+
+    def _migration_done(self, what):
+        """Wait until this QEMU's migration has ended; raise unless it completed."""
+        deadline = time.monotonic() + DEFAULT_TIMEOUT
+        while True:
+            status = self.qmp().execute("query-migrate").get("status")
+            if status == "completed":
+                return
+            if status in ("failed", "cancelled") or time.monotonic() > deadline:
+                raise VMError(f"{what}: migration {status}\n{self._tail()}")
+            time.sleep(0.05)
+
+    def _resume(self):
+        """Once the saved machine is loaded, let it run."""
+        self._migration_done("starting the saved machine")
+        self.qmp().execute("cont")
+        self.resumed = True
+
+    def _save(self):
+        """Save the machine, paused for it, in self.saved: QEMU's migration
+        stream of its RAM and devices, its EFI variables, and what its
+        console has shown; then it goes on."""
+        files = self._state_files()
+        tmp = {part: f"{path}.{os.getpid()}" for part, path in files.items()}
+        os.makedirs(self.saved, exist_ok=True)
+        qmp = self.qmp()
+        qmp.execute("stop")
+        # Paused, the machine writes nothing more: what QEMU wrote of its
+        # console is in the pipe, and read once the pipe is empty.
+        while True:
+            with self._read_lock:
+                pending = fcntl.ioctl(self._proc.stdout.fileno(), termios.FIONREAD, b"\0" * 4)
+                if int.from_bytes(pending, sys.byteorder) == 0:
+                    console = bytes(self._raw)
+                    break
+            time.sleep(0.01)
+        qmp.execute("migrate", uri="exec:cat > " + shlex.quote(tmp["stream"]))
+        self._migration_done("saving the machine")
+        shutil.copyfile(self.vars_file, tmp["vars"])
+        with open(tmp["console"], "wb") as f:
+            f.write(console)
+        with open(tmp["key"], "w") as f:
+            f.write(self._state_key()[1] + "\n")
+        for part in ("stream", "vars", "console", "key"):
+            os.replace(tmp[part], files[part])
+        qmp.execute("cont")
 
     def kill(self):
         """Stop QEMU (if still running) and release everything; safe to call twice."""
@@ -414,13 +549,17 @@ class VM:
     def _read_console(self):
         fd = self._proc.stdout.fileno()
         while True:
-            data = os.read(fd, 65536)
-            text = self._decoder.decode(data, final=not data)
-            with self._cond:
-                self._raw += data
-                self._chunks.append(text)
-                self._eof = not data
-                self._cond.notify_all()
+            select.select([fd], [], [])
+            # Read and kept under one lock: save() tells by it that all
+            # that was in the pipe is kept.
+            with self._read_lock:
+                data = os.read(fd, 65536)
+                text = self._decoder.decode(data, final=not data)
+                with self._cond:
+                    self._raw += data
+                    self._chunks.append(text)
+                    self._eof = not data
+                    self._cond.notify_all()
             if self._log and data:
                 self._log.write(data)
                 self._log.flush()  # so `tail -f` on the log follows the boot
