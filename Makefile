@@ -59,11 +59,14 @@ include specs/install.mk
 
 # What the tests need is built with a job per CPU unless the command line
 # says otherwise (GRUB alone is minutes of compiling); the tests then run
-# one module at a time (test/run).
+# one module at a time (test/run), and say at the end where the time went:
+# the build's, each module's and the slowest boots.
 CHECK_JOBS ?= $(shell nproc)
 check: deps
-	$(MAKE) -j$(CHECK_JOBS) check-inputs
-	test/run --build $(BUILD)
+	@mkdir -p $(BUILD)
+	start=$$(date +%s); $(MAKE) -j$(CHECK_JOBS) check-inputs || exit; \
+		echo $$(($$(date +%s) - start)) > $(BUILD)/check-build-seconds
+	test/run --build $(BUILD) --build-time $(BUILD)/check-build-seconds --slowest 10
 
 check-inputs: all $(UNIT_TESTS) $(TEST_FIXTURES) $(SYSTEM_FIXTURES) grub-suite-inputs
 

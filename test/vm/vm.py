@@ -136,6 +136,11 @@ class VMExited(VMError):
     """QEMU ended while we were waiting for console output."""
 
 
+# Each machine this process ran: (what it booted, seconds from start to
+# end, whether it went on from a saved machine), for the test runner's
+# --slowest.
+BOOTS = []
+
 _running = weakref.WeakSet()
 # A test that dies with an exception outside a with-block must not leave QEMU behind.
 atexit.register(lambda: [vm.kill() for vm in list(_running)])
@@ -249,6 +254,7 @@ class VM:
         self._read_lock = threading.Lock()
         self._eof = False
         self._started = None
+        self._ended = None
         self._log = None
         self._own_vars = False
 
@@ -490,6 +496,10 @@ class VM:
         self._finish()
 
     def _finish(self):
+        if self._proc and self._ended is None:
+            self._ended = self.elapsed()
+            BOOTS.append((os.path.basename(self.log_file or self.disk), self._ended,
+                          self.resumed))
         if self._qmp:
             self._qmp.close()
             self._qmp = None
