@@ -59,8 +59,9 @@ include specs/install.mk
 
 # What the tests need is built with a job per CPU unless the command line
 # says otherwise (GRUB alone is minutes of compiling); the tests then run
-# one module at a time (test/run), and say at the end where the time went:
-# the build's, each module's and the slowest boots.
+# (test/run): those that boot VMs one module at a time, the others beside
+# them; at the end they say where the time went: the build's, each
+# module's and the slowest boots.
 CHECK_JOBS ?= $(shell nproc)
 check: deps
 	@mkdir -p $(BUILD)
