@@ -46,6 +46,7 @@
 #include <linux/magic.h>
 #include <linux/netlink.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -55,7 +56,6 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -599,6 +599,9 @@ static void menu_child_fds(int sock)
  */
 static pid_t start_menu(char *const argv[], int sock, int *ret_pidfd)
 {
+	/* clone(2) as fork(2) does it, but for the namespaces: the child
+	 * only sets up its descriptors and executes the menu, so the C
+	 * library's notion of its thread needs no care. */
 	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)(CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD),
 				   NULL, NULL, NULL, NULL);
 
