@@ -592,15 +592,15 @@ static void check_slot_number(struct nmbl_ctx *ctx, struct nmbl_slots *s, int i)
 	nmbl_load_option_free(opt);
 }
 
-/* Slot I's Boot####: the one the state names when it still holds the same
- * bytes, else that number written anew (nmbl's own), else a free one. */
+/* Slot I's Boot####: the one the state names (nmbl's own, written anew
+ * when it holds other bytes: efivar.c writes nothing that is there), else
+ * a free one. */
 static int slot_boot_option(struct nmbl_ctx *ctx, struct nmbl_slots *s, int i)
 {
 	_cleanup_free_ void *option = NULL;
-	_cleanup_free_ char *raw = NULL;
 	unsigned number;
 	char var[16];
-	size_t len, have_len;
+	size_t len;
 	int r;
 
 	r = slot_option(ctx, s, i, &option, &len);
@@ -608,16 +608,12 @@ static int slot_boot_option(struct nmbl_ctx *ctx, struct nmbl_slots *s, int i)
 		return r;
 	if (s->boot[i] >= 0) {
 		number = (unsigned)s->boot[i];
-		snprintf(var, sizeof(var), "Boot%04X", number);
-		if (nmbl_efivar_read(ctx, NMBL_EFI_GLOBAL_GUID, var, 64 * 1024, &raw, &have_len) == 0 &&
-		    have_len == len && memcmp(raw, option, len) == 0)
-			return 0;
 	} else {
 		r = nmbl_boot_option_free_number(ctx, &number);
 		if (r < 0)
 			return r;
-		snprintf(var, sizeof(var), "Boot%04X", number);
 	}
+	snprintf(var, sizeof(var), "Boot%04X", number);
 	r = nmbl_efivar_write(ctx, NMBL_EFI_GLOBAL_GUID, var, option, len);
 	if (r < 0)
 		return r;
