@@ -59,9 +59,9 @@ include specs/install.mk
 
 # What the tests need is built with a job per CPU unless the command line
 # says otherwise (GRUB alone is minutes of compiling); the tests then run
-# (test/run): those that boot VMs one module at a time, the others beside
-# them; at the end they say where the time went: the build's, each
-# module's and the slowest boots.
+# (test/run): the modules that boot VMs one per CPU at once, the others
+# beside them; at the end they say where the time went: the build's, each
+# module's, the slowest boots and each phase of a boot.
 CHECK_JOBS ?= $(shell nproc)
 check: deps
 	@mkdir -p $(BUILD)

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What the VM tests share: the build's outputs and disks made from them."""
 
+import fcntl
 import functools
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -38,7 +41,9 @@ TARGET_KERNEL = r"NMBL-TARGET-KERNEL boot-id=(\S+) linux-starts=(\d+) nmbl-lines
 NMBL_BOOT_ID = r"nmbl: boot-id: (\S+)\r?\n"
 
 
-BOOT_TIMEOUT = 240  # seconds, firmware to target under TCG with room for a busy machine
+# Firmware to the target's first line: what these phases take on this
+# machine, with room for a busy one (test/vm/vm.py, phase_budget()).
+BOOT_TIMEOUT = vm.phase_budget("firmware", "kernel", "menu", "target")
 
 # VM keywords for a machine that starts at nmbl's menu: the first of a disk
 # and configuration boots and is saved once the menu is up, the others go
@@ -114,6 +119,35 @@ def debian_stub(name, boot_uuid=BOOT_UUID, hint=None):
     return path
 
 
+@functools.cache
+def _digest(path, size, mtime_ns):
+    """SHA-256 of a file's bytes (SIZE and MTIME_NS: which version of it)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fingerprint(path):
+    """What a file or tree holds, as far as a disk made from it goes: its
+    names, link targets and bytes."""
+    if not os.path.isdir(path):
+        st = os.stat(path)
+        return _digest(os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    items = []
+    for top, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            full = os.path.join(top, name)
+            rel = os.path.relpath(full, path)
+            if os.path.islink(full):
+                items.append((rel, "->", os.readlink(full)))
+            elif os.path.isfile(full):
+                items.append((rel, oct(os.stat(full).st_mode & 0o7777), _fingerprint(full)))
+    return hashlib.sha256(json.dumps(items).encode()).hexdigest()
+
+
 def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separate_boot=True,
               boot_links=None, **layout):
     """A disk as a Debian install with a separate /boot has it: the nmbl UKI
@@ -126,7 +160,45 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separa
     the root file system, as Debian installs it.
     LAYOUT goes to mkdisk.build (root_label, root_partuuid, root_fstype,
     root_subvol, table, ...; the UUIDs default to the tests' own).
-    Returns the image's path; the trees are in NAME's work directory."""
+    Returns the image's path; the trees are in NAME's work directory.
+
+    Made once for what it is made of: when NAME's image was made from the
+    same files, configuration and code and no machine has written to it
+    since, it is kept (and with it the machines saved on it, VM(saved=));
+    test modules running at once that want the same disk make it once, the
+    others wait for it."""
+    layout = dict(dict(boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_volid=ESP_VOLID),
+                  **layout)
+    if layout.get("table", "gpt") == "gpt":
+        layout.setdefault("esp_partuuid", ESP_PARTUUID)
+    sources = {"uki": build_path(uki), "root": build_path("test", "target-root"),
+               "code": mkdisk.__file__, "fixture": __file__}
+    recipe = json.dumps([name, grub_cfg, separate_boot, boot_links, layout,
+                         {k: _fingerprint(v) for k, v in sources.items()},
+                         {tree: {dest: _fingerprint(src) for dest, src in (files or {}).items()}
+                          for tree, files in (("boot", boot_files), ("esp", esp_files))}],
+                        sort_keys=True)
+    os.makedirs(build_path("test"), exist_ok=True)
+    with open(build_path("test", f".{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        image = os.path.join(build_path("test", name), "disk.img")
+        made = os.path.join(build_path("test", name), "made.json")
+        try:
+            with open(made) as f:
+                record = json.load(f)
+            st = os.stat(image)
+            if record == {"recipe": recipe, "size": st.st_size, "mtime_ns": st.st_mtime_ns}:
+                return image
+        except (OSError, ValueError):
+            pass
+        _make_disk(name, grub_cfg, boot_files, uki, esp_files, separate_boot, boot_links, layout)
+        st = os.stat(image)
+        with open(made, "w") as f:
+            json.dump({"recipe": recipe, "size": st.st_size, "mtime_ns": st.st_mtime_ns}, f)
+        return image
+
+
+def _make_disk(name, grub_cfg, boot_files, uki, esp_files, separate_boot, boot_links, layout):
     top = workdir(name)
     esp = os.path.join(top, "esp")
     root = build_path("test", "target-root")
@@ -150,9 +222,4 @@ def make_disk(name, grub_cfg, boot_files, uki="nmbl.efi", esp_files=None, separa
         with open(os.path.join(boot, "grub", "grub.cfg"), "w") as f:
             f.write(grub_cfg)
     image = os.path.join(top, "disk.img")
-    layout = dict(dict(boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID, esp_volid=ESP_VOLID),
-                  **layout)
-    if layout.get("table", "gpt") == "gpt":
-        layout.setdefault("esp_partuuid", ESP_PARTUUID)
     mkdisk.build(image, esp=esp, boot=boot if separate_boot else None, root=root, **layout)
-    return image

@@ -24,8 +24,9 @@ SYSTEM = build_path("system")
 # The line nmbl-test-report.service prints once multi-user.target is reached.
 SYSTEM_UP = r"NMBL-SYSTEM-UP release=(\S+) multi-user=(\S+) cmdline=([^\r\n]*)\r?\n"
 PROMPT = "root@nmbl-debian:~# "
-# Firmware to login prompt under TCG, with room for a busy machine.
-BOOT_TIMEOUT = 300
+# Firmware to multi-user.target: what these phases take on this machine,
+# with room for a busy one (test/vm/vm.py, phase_budget()).
+BOOT_TIMEOUT = fixture.vm.phase_budget("firmware", "kernel", "menu", "system")
 
 
 @functools.cache

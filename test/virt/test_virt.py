@@ -12,10 +12,13 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "boot"))
 
 import test_kexec  # noqa: E402
+import vm  # noqa: E402
 from fixture import MENU_READY, TARGET_UP, build_path, expected_cmdline, kver  # noqa: E402
 from virt import SNAKEOIL_VARS, Libvirt, defined, virt_install  # noqa: E402
 
-TIMEOUT = 300  # seconds for each marker; a boot under TCG takes about a minute
+# For each marker: firmware to multi-user.target of the real Debian, as
+# this machine takes it, with room for a busy one (test/vm/vm.py).
+TIMEOUT = vm.phase_budget("firmware", "kernel", "menu", "system")
 
 
 def boot(name, disk, nvram_template, markers, powers_off):

@@ -33,7 +33,85 @@ import threading
 import time
 import weakref
 
-DEFAULT_TIMEOUT = 120  # seconds; OVMF alone takes 10-20 s to reach the loader under TCG
+# --- phases, and the timeouts derived from them ---------------------------
+#
+# A boot passes through phases, each ended by what the console shows: the
+# firmware starting the boot option; nmbl's kernel and initramfs, up to
+# nmbl-init's first word; nmbl's menu drawn and counting down; the target
+# up (the test's target, or the real Debian's multi-user.target: "system").
+# Each machine records when each phase ended (VM.phases); the test runner
+# prints their medians and keeps them in the build (phases.json, below),
+# and the timeouts of the next run derive from what this machine took.
+PHASES = (("firmware", re.compile(r"BdsDxe: starting Boot")),
+          ("kernel", re.compile(r"nmbl(?:-init)?: ")),
+          ("menu", re.compile(r"executed automatically in")),
+          ("target", re.compile(r"NMBL-TARGET-UP ")),
+          ("system", re.compile(r"NMBL-SYSTEM-UP ")))
+# The last two end a boot either way: after one, nothing more is recorded.
+LAST_PHASES = ("target", "system")
+# Seconds each phase takes on a two-CPU machine under TCG, rounded up from
+# the medians of the suite's boots there, two modules at once (firmware
+# 4.4, kernel 7.7, menu 2.0, target 12.5 with the kexec hand-over; the
+# real Debian's system about a minute): what a phase is given at least, before this machine has
+# measured its own.
+PHASE_SECONDS = {"firmware": 6, "kernel": 9, "menu": 3, "target": 15, "system": 60}
+# A wait is given this many times what its phases take at their median: a
+# machine five times slower than usual still passes (two test modules at
+# once on two CPUs make each boot slower by a tenth).
+PHASE_ROOM = 5
+# The suite's record of what phases took, kept in the build (test/run sets
+# NMBL_BUILD): the latest PHASE_RECORD of each.
+PHASE_RECORD = 200
+
+
+def phase_file():
+    build = os.environ.get("NMBL_BUILD")
+    return os.path.join(build, "test", "phases.json") if build else None
+
+
+def recorded_phases():
+    """{phase: [seconds, ...]} as earlier runs recorded them."""
+    path = phase_file()
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (TypeError, OSError, ValueError):
+        return {}
+
+
+def record_phases(boots):
+    """Add the phases of BOOTS (VM.phases dicts) to the build's record."""
+    path = phase_file()
+    if not path or not boots:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = recorded_phases()
+        for phases in boots:
+            for name, seconds in phases.items():
+                record[name] = (record.get(name, []) + [round(seconds, 2)])[-PHASE_RECORD:]
+        with open(path + ".tmp", "w") as f:
+            json.dump(record, f)
+        os.replace(path + ".tmp", path)
+
+
+def _median(values):
+    values = sorted(values)
+    n = len(values)
+    return (values[n // 2] + values[(n - 1) // 2]) / 2 if n else 0.0
+
+
+def phase_budget(*phases):
+    """Seconds a wait spanning PHASES may take: PHASE_ROOM times what they
+    take, each its median on this machine as recorded, or PHASE_SECONDS
+    where that is more."""
+    record = recorded_phases()
+    return PHASE_ROOM * sum(max(PHASE_SECONDS[p], _median(record.get(p, []))) for p in phases)
+
+
+# Firmware to the test's target.
+DEFAULT_TIMEOUT = phase_budget("firmware", "kernel", "menu", "target")
 
 # Debian's ovmf package; the "snakeoil" pair has Debian's test key enrolled as PK/KEK/db.
 OVMF_DIR = os.environ.get("NMBL_OVMF_DIR", "/usr/share/OVMF")
@@ -137,8 +215,8 @@ class VMExited(VMError):
 
 
 # Each machine this process ran: (what it booted, seconds from start to
-# end, whether it went on from a saved machine), for the test runner's
-# --slowest.
+# end, whether it went on from a saved machine, its phases), for the test
+# runner's --slowest and phase lines.
 BOOTS = []
 
 _running = weakref.WeakSet()
@@ -257,6 +335,13 @@ class VM:
         self._ended = None
         self._log = None
         self._own_vars = False
+        self._saved_lock = None
+        # Seconds each phase took (PHASES), in the order they ended; the
+        # console's last characters, where the next marker may begin.
+        self.phases = {}
+        self._phase_at = 0.0
+        self._phase_next = 0
+        self._phase_tail = ""
 
     # --- life cycle -----------------------------------------------------
 
@@ -361,7 +446,14 @@ class VM:
         if self.vars_file is None:
             self._own_vars = True
             self.vars_file = os.path.join(self._tmpdir, "OVMF_VARS.fd")
-        state = self._saved_state()
+        state = None
+        if self.saved:
+            # One process at a time starts this machine until it is saved or
+            # loaded: the others wait, then go on from what it saved.
+            os.makedirs(self.saved, exist_ok=True)
+            self._saved_lock = open(self._state_key()[0] + ".lock", "w")
+            fcntl.flock(self._saved_lock, fcntl.LOCK_EX)
+            state = self._saved_state()
         if state:
             shutil.copyfile(state["vars"], self.vars_file)
         elif not os.path.exists(self.vars_file):
@@ -391,13 +483,24 @@ class VM:
                          threading.Thread(target=self._read_stderr, daemon=True)]
         for t in self._threads:
             t.start()
-        if state:
-            self._resume()
-        elif self.saved:
-            self.wait_for(self.save_at, since=0)
-            self._save()
-            self._cursor = {False: 0, True: 0}
+        try:
+            if state:
+                self._resume()
+            elif self.saved:
+                self.wait_for(self.save_at, since=0)
+                self._save()
+                self._cursor = {False: 0, True: 0}
+        except BaseException:
+            # A with-block whose start failed does not end it.
+            self.kill()
+            raise
+        self._release_saved()
         return self
+
+    def _release_saved(self):
+        if self._saved_lock:
+            self._saved_lock.close()
+            self._saved_lock = None
 
     # --- saved machines -------------------------------------------------
 
@@ -454,6 +557,11 @@ class VM:
         self._migration_done("starting the saved machine")
         self.qmp().execute("cont")
         self.resumed = True
+        # Its phases before were another machine's: from here, the target.
+        with self._cond:
+            self._phase_next = [n for n, _ in PHASES].index("menu") + 1
+            self._phase_at = self.elapsed()
+            self._phase_tail = ""
 
     def _save(self):
         """Save the machine, paused for it, in self.saved: QEMU's migration
@@ -496,10 +604,11 @@ class VM:
         self._finish()
 
     def _finish(self):
+        self._release_saved()
         if self._proc and self._ended is None:
             self._ended = self.elapsed()
             BOOTS.append((os.path.basename(self.log_file or self.disk), self._ended,
-                          self.resumed))
+                          self.resumed, dict(self.phases)))
         if self._qmp:
             self._qmp.close()
             self._qmp = None
@@ -569,6 +678,7 @@ class VM:
                     self._raw += data
                     self._chunks.append(text)
                     self._eof = not data
+                    self._note_phases(text)
                     self._cond.notify_all()
             if self._log and data:
                 self._log.write(data)
@@ -578,6 +688,27 @@ class VM:
                 self.echo.flush()
             if not data:
                 return
+
+    def _note_phases(self, text):
+        """Record the phases that TEXT, the console's newest, ends (under
+        _cond).  A phase whose marker never shows (GRUB's boot has no
+        nmbl-init) is counted in the next."""
+        if self._phase_next >= len(PHASES) or not text:
+            return
+        seen, pos = self._phase_tail + text, 0
+        for i in range(self._phase_next, len(PHASES)):
+            name, marker = PHASES[i]
+            m = marker.search(seen, pos)
+            if not m:
+                continue
+            now = self.elapsed()
+            self.phases[name] = now - self._phase_at
+            self._phase_at, pos = now, m.end()
+            self._phase_next = i + 1
+            if name in LAST_PHASES:
+                self._phase_next = len(PHASES)
+                break
+        self._phase_tail = seen[max(pos, len(seen) - 64):]
 
     def _read_stderr(self):
         for line in self._proc.stderr:
