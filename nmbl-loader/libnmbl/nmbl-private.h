@@ -317,6 +317,28 @@ struct nmbl_pe {
 	const char *linux_version;    /* inside buf, NUL-terminated */
 };
 
+/* One file, directory, link or node of an initramfs image, as the kernel
+ * would make it: NAME as the archive has it (not checked: the caller
+ * decides what a path may be), DATA the file's bytes or a link's target. */
+struct nmbl_cpio_entry {
+	const char *name;
+	uint32_t mode, uid, gid, nlink, mtime;
+	uint32_t ino, dev_major, dev_minor, rdev_major, rdev_minor;
+	const uint8_t *data;
+	size_t size;
+};
+typedef int (*nmbl_cpio_entry_fn)(const struct nmbl_cpio_entry *e, void *userdata);
+
+/* Every entry of the initramfs IMAGE (LEN bytes: cpio archives, zero
+ * bytes between, any compressed with gzip, xz, lzma or zstd) to FN, in
+ * order, with no more than MAX_UNPACKED bytes decompressed.  -EBADMSG
+ * for a malformed image, -EPROTONOSUPPORT for a compression the kernel
+ * takes but nmbl does not (bzip2, lzo, lz4), -EFBIG past MAX_UNPACKED or
+ * for a stream whose decoder would need more than 128 MiB, or what FN
+ * returned when negative. */
+int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
+			nmbl_cpio_entry_fn fn, void *userdata);
+
 /* -ENOEXEC when BUF is not a PE image. */
 int nmbl_pe_parse(const void *buf, size_t len, struct nmbl_pe *ret);
 const struct nmbl_pe_section *nmbl_pe_section(const struct nmbl_pe *pe,

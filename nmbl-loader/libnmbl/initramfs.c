@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * An initramfs image read as the kernel reads one (init/initramfs.c), so
+ * that a distribution's initrd can be unpacked on the running kernel and
+ * give the same files the kernel would have made of it: "newc" cpio
+ * archives one after the other, zero bytes between them, any of them
+ * compressed, and a compressed stream may hold several archives.  An
+ * uncompressed archive starts on a 4-byte boundary of the image.
+ *
+ * The decompressors are the compression libraries themselves (zlib,
+ * liblzma, libzstd): each says exactly how much input its stream took,
+ * which is where the next archive starts; an archive library that reads
+ * ahead cannot say that.  The cpio format here is only its 110-byte
+ * header and two paddings.  No I/O: the entries go to a callback.
+ */
+#include <errno.h>
+#include <lzma.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "nmbl-private.h"
+
+#define CPIO_HEADER_SIZE 110
+#define CPIO_TRAILER "TRAILER!!!"
+
+static size_t align4(size_t n)
+{
+	return (n + 3) & ~(size_t)3;
+}
+
+static int hex8(const uint8_t *p, uint32_t *ret)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 8; i++) {
+		int d;
+
+		if (p[i] >= '0' && p[i] <= '9')
+			d = p[i] - '0';
+		else if (p[i] >= 'a' && p[i] <= 'f')
+			d = p[i] - 'a' + 10;
+		else if (p[i] >= 'A' && p[i] <= 'F')
+			d = p[i] - 'A' + 10;
+		else
+			return -EBADMSG;
+		v = v << 4 | (uint32_t)d;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* One cpio archive at BUF: each entry to FN, up to and with its trailer;
+ * *RET_USED the bytes it took, its paddings included. */
+static int walk_archive(const uint8_t *buf, size_t len, nmbl_cpio_entry_fn fn, void *userdata,
+			size_t *ret_used)
+{
+	size_t off = 0;
+
+	for (;;) {
+		struct nmbl_cpio_entry e = { 0 };
+		uint32_t f[13];
+		size_t name_end, data_end;
+		int r;
+
+		if (len - off < CPIO_HEADER_SIZE)
+			return -EBADMSG;
+		if (memcmp(buf + off, "070701", 6) != 0 && memcmp(buf + off, "070702", 6) != 0)
+			return -EBADMSG;
+		for (size_t i = 0; i < ELEMENTSOF(f); i++) {
+			r = hex8(buf + off + 6 + 8 * i, &f[i]);
+			if (r < 0)
+				return r;
+		}
+		e.ino = f[0];
+		e.mode = f[1];
+		e.uid = f[2];
+		e.gid = f[3];
+		e.nlink = f[4];
+		e.mtime = f[5];
+		e.size = f[6];
+		e.dev_major = f[7];
+		e.dev_minor = f[8];
+		e.rdev_major = f[9];
+		e.rdev_minor = f[10];
+		/* f[11]: the name's size with its NUL; f[12]: a checksum
+		 * ("070702"), which the kernel does not check either. */
+		if (f[11] == 0 || f[11] > len - off - CPIO_HEADER_SIZE)
+			return -EBADMSG;
+		e.name = (const char *)buf + off + CPIO_HEADER_SIZE;
+		if (e.name[f[11] - 1] != '\0' || strlen(e.name) != f[11] - 1)
+			return -EBADMSG;
+		name_end = align4(off + CPIO_HEADER_SIZE + f[11]);
+		if (name_end > len)
+			return -EBADMSG;
+		if (strcmp(e.name, CPIO_TRAILER) == 0) {
+			*ret_used = name_end;
+			return 0;
+		}
+		if (e.size > len - name_end)
+			return -EBADMSG;
+		e.data = buf + name_end;
+		data_end = name_end + e.size;
+		r = fn(&e, userdata);
+		if (r < 0)
+			return r;
+		/* The last entry's data may end the buffer without padding. */
+		off = align4(data_end) <= len ? align4(data_end) : len;
+	}
+}
+
+/* Archives and zero bytes filling BUF, as a compressed stream gives them. */
+static int walk_stream(const uint8_t *buf, size_t len, nmbl_cpio_entry_fn fn, void *userdata)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		size_t used;
+		int r;
+
+		if (buf[off] == '\0') {
+			off++;
+			continue;
+		}
+		if (buf[off] != '0')
+			return -EBADMSG; /* the kernel: "junk within compressed archive" */
+		r = walk_archive(buf + off, len - off, fn, userdata, &used);
+		if (r < 0)
+			return r;
+		off += used;
+	}
+	return 0;
+}
+
+/* Grow OUT (of *SIZE, *CAP bytes) for more output, within MAX. */
+static int grow(uint8_t **out, size_t *cap, size_t size, size_t max)
+{
+	size_t want;
+	uint8_t *p;
+
+	if (size < *cap)
+		return 0;
+	if (*cap >= max)
+		return -EFBIG;
+	want = *cap ? *cap * 2 : 1 << 20;
+	if (want > max)
+		want = max;
+	p = realloc(*out, want);
+	if (!p)
+		return -ENOMEM;
+	*out = p;
+	*cap = want;
+	return 0;
+}
+
+static int gunzip(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
+		  size_t *used)
+{
+	z_stream s = { 0 };
+	size_t cap = 0;
+	int r, z;
+
+	/* A gzip member (15 bits of window, 16: its header and trailer). */
+	if (inflateInit2(&s, 16 + MAX_WBITS) != Z_OK)
+		return -ENOMEM;
+	s.next_in = (Bytef *)in;
+	s.avail_in = len > UINT32_MAX ? UINT32_MAX : (uInt)len;
+	do {
+		r = grow(out, &cap, *size, max);
+		if (r < 0)
+			goto end;
+		s.next_out = *out + *size;
+		s.avail_out = (uInt)((cap - *size) > UINT32_MAX ? UINT32_MAX : cap - *size);
+		z = inflate(&s, Z_NO_FLUSH);
+		*size = (size_t)(s.next_out - *out);
+		if (z == Z_MEM_ERROR) {
+			r = -ENOMEM;
+			goto end;
+		}
+		if (z != Z_OK && z != Z_STREAM_END && !(z == Z_BUF_ERROR && s.avail_out == 0)) {
+			r = -EBADMSG;
+			goto end;
+		}
+	} while (z != Z_STREAM_END);
+	*used = s.total_in;
+	r = 0;
+end:
+	inflateEnd(&s);
+	return r;
+}
+
+/* What the xz and lzma decoders may allocate: a header asks for a
+ * dictionary of up to 4 GiB; xz -9 needs 65 MiB. */
+#define XZ_MEMLIMIT (128u << 20)
+
+static int unxz(const uint8_t *in, size_t len, bool alone, size_t max, uint8_t **out,
+		size_t *size, size_t *used)
+{
+	lzma_stream s = LZMA_STREAM_INIT;
+	size_t cap = 0;
+	lzma_ret x;
+	int r;
+
+	x = alone ? lzma_alone_decoder(&s, XZ_MEMLIMIT) : lzma_stream_decoder(&s, XZ_MEMLIMIT, 0);
+	if (x != LZMA_OK)
+		return -ENOMEM;
+	s.next_in = in;
+	s.avail_in = len;
+	do {
+		r = grow(out, &cap, *size, max);
+		if (r < 0)
+			goto end;
+		s.next_out = *out + *size;
+		s.avail_out = cap - *size;
+		x = lzma_code(&s, LZMA_FINISH);
+		*size = (size_t)(s.next_out - *out);
+		if (x == LZMA_MEM_ERROR) {
+			r = -ENOMEM;
+			goto end;
+		}
+		if (x == LZMA_MEMLIMIT_ERROR) {
+			r = -EFBIG;
+			goto end;
+		}
+		if (x != LZMA_OK && x != LZMA_STREAM_END && !(x == LZMA_BUF_ERROR && s.avail_out == 0)) {
+			r = -EBADMSG;
+			goto end;
+		}
+	} while (x != LZMA_STREAM_END);
+	*used = (size_t)s.total_in;
+	r = 0;
+end:
+	lzma_end(&s);
+	return r;
+}
+
+static const uint8_t zstd_magic[] = { 0x28, 0xb5, 0x2f, 0xfd };
+
+static int unzstd(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
+		  size_t *used)
+{
+	ZSTD_inBuffer input = { in, len, 0 };
+	ZSTD_DStream *s = ZSTD_createDStream();
+	size_t cap = 0, z = 1;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	/* Frame after frame, as zstd writes a large input. */
+	for (;;) {
+		r = grow(out, &cap, *size, max);
+		if (r < 0)
+			goto end;
+		ZSTD_outBuffer output = { *out, cap, *size };
+		z = ZSTD_decompressStream(s, &output, &input);
+		*size = output.pos;
+		if (ZSTD_isError(z)) {
+			r = ZSTD_getErrorCode(z) == ZSTD_error_memory_allocation ? -ENOMEM : -EBADMSG;
+			goto end;
+		}
+		if (z == 0 && (len - input.pos < sizeof(zstd_magic) ||
+			       memcmp(in + input.pos, zstd_magic, sizeof(zstd_magic)) != 0))
+			break;
+		if (z != 0 && input.pos == len && output.pos < output.size) {
+			r = -EBADMSG; /* truncated */
+			goto end;
+		}
+	}
+	*used = input.pos;
+	r = 0;
+end:
+	ZSTD_freeDStream(s);
+	return r;
+}
+
+enum compression { NONE, GZIP, XZ, LZMA, ZSTD, UNSUPPORTED };
+
+/* The kernel's magic numbers (lib/decompress.c). */
+static enum compression compression_of(const uint8_t *p, size_t len)
+{
+	static const struct {
+		uint8_t magic[6];
+		size_t len;
+		enum compression c;
+	} known[] = {
+		{ { 0x1f, 0x8b }, 2, GZIP },
+		{ { 0x1f, 0x9e }, 2, GZIP },
+		{ { 0xfd, '7', 'z', 'X', 'Z', 0x00 }, 6, XZ },
+		{ { 0x5d, 0x00, 0x00 }, 3, LZMA },
+		{ { 0x28, 0xb5, 0x2f, 0xfd }, 4, ZSTD },
+		{ { 'B', 'Z', 'h' }, 3, UNSUPPORTED },		/* bzip2 */
+		{ { 0x89, 'L', 'Z', 'O' }, 4, UNSUPPORTED },	/* lzop */
+		{ { 0x02, 0x21, 0x4c, 0x18 }, 4, UNSUPPORTED },	/* lz4, legacy frames */
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(known); i++)
+		if (len >= known[i].len && memcmp(p, known[i].magic, known[i].len) == 0)
+			return known[i].c;
+	return NONE;
+}
+
+int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
+				    nmbl_cpio_entry_fn fn, void *userdata)
+{
+	const uint8_t *buf = image;
+	size_t off = 0, unpacked = 0;
+
+	if (!image && len)
+		return -EINVAL;
+	if (!fn)
+		return -EINVAL;
+	while (off < len) {
+		_cleanup_free_ uint8_t *out = NULL;
+		size_t size = 0, used = 0;
+		enum compression c;
+		int r;
+
+		if (buf[off] == '\0') {
+			off++;
+			continue;
+		}
+		if (buf[off] == '0' && (off & 3) == 0) {
+			r = walk_archive(buf + off, len - off, fn, userdata, &used);
+			if (r < 0)
+				return r;
+			off += used;
+			continue;
+		}
+		c = compression_of(buf + off, len - off);
+		switch (c) {
+		case GZIP:
+			r = gunzip(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
+			break;
+		case XZ:
+		case LZMA:
+			r = unxz(buf + off, len - off, c == LZMA, max_unpacked - unpacked, &out, &size,
+				 &used);
+			break;
+		case ZSTD:
+			r = unzstd(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
+			break;
+		case UNSUPPORTED:
+			return -EPROTONOSUPPORT;
+		default:
+			return -EBADMSG; /* the kernel: "invalid magic at start of compressed archive" */
+		}
+		if (r < 0)
+			return r;
+		unpacked += size;
+		r = walk_stream(out, size, fn, userdata);
+		if (r < 0)
+			return r;
+		off += used;
+	}
+	return 0;
+}

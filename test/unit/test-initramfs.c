@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Initramfs images as distributions make them (cpio's newc archives, an
+ * early uncompressed one first, the rest compressed), read entry by entry
+ * as the kernel would unpack them; and the images the kernel refuses. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nmbl-private.h"
+#include "unit.h"
+
+#define MiB (1024 * 1024)
+
+struct seen {
+	char names[4096];
+	char link[64];
+	char hello[64];
+	unsigned files, links, dirs, hardlinked;
+};
+
+static int note(const struct nmbl_cpio_entry *e, void *userdata)
+{
+	struct seen *s = userdata;
+
+	strncat(s->names, e->name, sizeof(s->names) - strlen(s->names) - 2);
+	strcat(s->names, " ");
+	if (S_ISREG(e->mode))
+		s->files++;
+	if (S_ISDIR(e->mode))
+		s->dirs++;
+	if (S_ISREG(e->mode) && e->nlink == 2)
+		s->hardlinked++;
+	if (S_ISLNK(e->mode)) {
+		s->links++;
+		snprintf(s->link, sizeof(s->link), "%.*s", (int)e->size, (const char *)e->data);
+	}
+	if (strcmp(e->name, "etc/hello") == 0)
+		snprintf(s->hello, sizeof(s->hello), "%.*s", (int)e->size, (const char *)e->data);
+	return 0;
+}
+
+/* The image the shell pipeline CMD writes in the fixture's tree ("tree":
+ * a file, a directory, a symbolic link, two hard links). */
+static void *image(const char *cmd, size_t *ret_len)
+{
+	static int n;
+	char path[64];
+	void *buf;
+	struct stat st;
+	int fd;
+
+	fixture_run("cd %s && mkdir -p tree/etc early/kernel/x86/microcode && "
+		    "printf 'hello, world\\n' >tree/etc/hello && ln -sf hello tree/etc/link && "
+		    "printf 'twice' >tree/etc/a && ln -f tree/etc/a tree/etc/b && "
+		    "printf 'ucode' >early/kernel/x86/microcode/GenuineIntel.bin",
+		    fixture_root());
+	snprintf(path, sizeof(path), "/image-%d", n++);
+	fixture_run("cd %s && { %s; } >%s", fixture_root(), cmd, fixture_path(path));
+	fd = open(fixture_path(path), O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		exit(2);
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf || read(fd, buf, (size_t)st.st_size) != st.st_size)
+		exit(2);
+	close(fd);
+	*ret_len = (size_t)st.st_size;
+	return buf;
+}
+
+/* The archives of the two trees, as cpio writes them. */
+#define MAIN "(cd tree && find . -mindepth 1 | sort | cpio -o -H newc --quiet)"
+#define EARLY "(cd early && find . -mindepth 1 | sort | cpio -o -H newc --quiet)"
+
+static int walk(const char *cmd, struct seen *s)
+{
+	size_t len;
+	void *buf = image(cmd, &len);
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	r = nmbl_initramfs_walk(buf, len, 64 * MiB, note, s);
+	free(buf);
+	return r;
+}
+
+static void test_early_microcode_then_the_main_archive_each_compression(void)
+{
+	static const char *const compress[] = { "gzip -9", "xz --check=crc32", "xz --format=lzma",
+						 "zstd -q -19", "cat" };
+	struct seen s;
+
+	for (size_t i = 0; i < ELEMENTSOF(compress); i++) {
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), EARLY "; " MAIN " | %s", compress[i]);
+		CHECK_INT(walk(cmd, &s), 0);
+		CHECK_STR(s.names, "kernel kernel/x86 kernel/x86/microcode "
+				   "kernel/x86/microcode/GenuineIntel.bin "
+				   "etc etc/a etc/b etc/hello etc/link ");
+		CHECK_STR(s.hello, "hello, world\n");
+		CHECK_STR(s.link, "hello");
+		CHECK_INT(s.links, 1);
+		CHECK_INT(s.hardlinked, 2);
+	}
+}
+
+static void test_several_compressed_streams_and_zero_padding(void)
+{
+	struct seen s;
+
+	/* An uncompressed archive, gzip, zeros, then xz: the kernel takes
+	 * each where the previous one ended. */
+	CHECK_INT(walk(EARLY "; " MAIN " | gzip; head -c 511 /dev/zero; " EARLY " | xz --check=crc32",
+		       &s), 0);
+	CHECK_INT(s.files, 1 + 3 + 1);
+	/* Two archives in one compressed stream, zeros between. */
+	CHECK_INT(walk("{ " MAIN "; head -c 100 /dev/zero; " EARLY "; } | zstd -q", &s), 0);
+	CHECK_INT(s.files, 3 + 1);
+	/* zstd frames one after the other, as a multi-threaded zstd writes. */
+	CHECK_INT(walk(MAIN " | zstd -q; " EARLY " | zstd -q", &s), 0);
+	CHECK_INT(s.files, 3 + 1);
+}
+
+static void test_what_the_kernel_refuses_is_refused(void)
+{
+	struct seen s;
+
+	/* Truncated compressed streams. */
+	CHECK_INT(walk(MAIN " | zstd -q | head -c 100", &s), -EBADMSG);
+	CHECK_INT(walk(MAIN " | gzip | head -c 100", &s), -EBADMSG);
+	CHECK_INT(walk(MAIN " | xz | head -c 100", &s), -EBADMSG);
+	/* A truncated archive, and one without its trailer. */
+	CHECK_INT(walk(MAIN " | head -c 300", &s), -EBADMSG);
+	CHECK_INT(walk(MAIN " | head -c 512 | tail -c 200", &s), -EBADMSG);
+	/* Junk where an archive or a stream should start, and an archive
+	 * that does not start on a 4-byte boundary. */
+	CHECK_INT(walk("printf 'junk'; " MAIN, &s), -EBADMSG);
+	CHECK_INT(walk("printf 'x'; " MAIN, &s), -EBADMSG);
+	/* Junk inside a compressed stream, after its archive. */
+	CHECK_INT(walk("{ " MAIN "; printf 'junk'; } | gzip", &s), -EBADMSG);
+	/* Compressions the kernel may take and nmbl does not. */
+	CHECK_INT(walk(MAIN " | bzip2", &s), -EPROTONOSUPPORT);
+	CHECK_INT(walk(MAIN " | lz4 -l -q", &s), -EPROTONOSUPPORT);
+}
+
+static int refuse_links(const struct nmbl_cpio_entry *e, void *userdata)
+{
+	(void)userdata;
+	return S_ISLNK(e->mode) ? -ELOOP : 0;
+}
+
+static void test_a_bound_and_the_callback_stop_the_walk(void)
+{
+	size_t len;
+	void *buf = image("{ " MAIN "; head -c 3000000 /dev/zero; } | zstd -q", &len);
+
+	CHECK_INT(nmbl_initramfs_walk(buf, len, 1 * MiB, refuse_links, NULL), -EFBIG);
+	CHECK_INT(nmbl_initramfs_walk(buf, len, 64 * MiB, refuse_links, NULL), -ELOOP);
+	CHECK_INT(nmbl_initramfs_walk(buf, 0, 64 * MiB, refuse_links, NULL), 0);
+	CHECK_INT(nmbl_initramfs_walk(buf, len, 64 * MiB, NULL, NULL), -EINVAL);
+	free(buf);
+}
+
+int main(void)
+{
+	static void (*const tests[])(void) = {
+		test_early_microcode_then_the_main_archive_each_compression,
+		test_several_compressed_streams_and_zero_padding,
+		test_what_the_kernel_refuses_is_refused,
+		test_a_bound_and_the_callback_stop_the_walk,
+		NULL,
+	};
+
+	return unit_main(tests);
+}
