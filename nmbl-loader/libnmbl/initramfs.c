@@ -8,12 +8,15 @@
  * uncompressed archive starts on a 4-byte boundary of the image.
  *
  * The decompressors are the compression libraries themselves (zlib,
- * liblzma, libzstd): each says exactly how much input its stream took,
+ * liblzma, libzstd, libbz2, liblz4): each says exactly how much input its
+ * stream took,
  * which is where the next archive starts; an archive library that reads
  * ahead cannot say that.  The cpio format here is only its 110-byte
  * header and two paddings.  No I/O: the entries go to a callback.
  */
+#include <bzlib.h>
 #include <errno.h>
+#include <lz4.h>
 #include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,7 +278,96 @@ end:
 	return r;
 }
 
-enum compression { NONE, GZIP, XZ, LZMA, ZSTD, UNSUPPORTED };
+static int bunzip2(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
+		   size_t *used)
+{
+	bz_stream s = { 0 };
+	size_t cap = 0;
+	int r, b;
+
+	if (BZ2_bzDecompressInit(&s, 0, 0) != BZ_OK)
+		return -ENOMEM;
+	s.next_in = (char *)in;
+	s.avail_in = len > UINT32_MAX ? UINT32_MAX : (unsigned)len;
+	do {
+		r = grow(out, &cap, *size, max);
+		if (r < 0)
+			goto end;
+		s.next_out = (char *)*out + *size;
+		s.avail_out = (unsigned)((cap - *size) > UINT32_MAX ? UINT32_MAX : cap - *size);
+		b = BZ2_bzDecompress(&s);
+		*size = (size_t)((uint8_t *)s.next_out - *out);
+		if (b == BZ_MEM_ERROR) {
+			r = -ENOMEM;
+			goto end;
+		}
+		if (b != BZ_OK && b != BZ_STREAM_END) {
+			r = -EBADMSG;
+			goto end;
+		}
+		if (b == BZ_OK && s.avail_in == 0 && s.avail_out > 0) {
+			r = -EBADMSG; /* truncated */
+			goto end;
+		}
+	} while (b != BZ_STREAM_END);
+	*used = (size_t)s.total_in_hi32 << 32 | s.total_in_lo32;
+	r = 0;
+end:
+	BZ2_bzDecompressEnd(&s);
+	return r;
+}
+
+/* lz4's legacy frames, which "lz4 -l" writes and the kernel reads: the
+ * magic number, then blocks of at most 8 MiB, each after its compressed
+ * size; another magic number may come between.  The format marks no end:
+ * the stream ends with the image, or at a size of zero (padding). */
+#define LZ4_LEGACY_MAGIC 0x184c2102u
+#define LZ4_LEGACY_BLOCK (8u << 20)
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int unlz4(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
+		 size_t *used)
+{
+	size_t off = 4, cap = 0, room;
+
+	while (len - off >= 4) {
+		uint32_t block = le32(in + off);
+		int n, r;
+
+		if (block == LZ4_LEGACY_MAGIC) {
+			off += 4;
+			continue;
+		}
+		if (block == 0)
+			break;
+		off += 4;
+		if (block > (uint32_t)LZ4_compressBound(LZ4_LEGACY_BLOCK) || block > len - off)
+			return -EBADMSG;
+		/* Room for a whole block, or for what is left below MAX. */
+		room = max - *size < LZ4_LEGACY_BLOCK ? max - *size : LZ4_LEGACY_BLOCK;
+		if (room == 0)
+			return -EFBIG;
+		while (cap - *size < room) {
+			r = grow(out, &cap, cap, max);
+			if (r < 0)
+				return r;
+		}
+		n = LZ4_decompress_safe((const char *)in + off, (char *)*out + *size, (int)block,
+					(int)room);
+		if (n < 0)
+			return room < LZ4_LEGACY_BLOCK ? -EFBIG : -EBADMSG;
+		*size += (size_t)n;
+		off += block;
+	}
+	*used = off;
+	return 0;
+}
+
+enum compression { NONE, GZIP, XZ, LZMA, ZSTD, BZIP2, LZ4, UNSUPPORTED };
 
 /* The kernel's magic numbers (lib/decompress.c). */
 static enum compression compression_of(const uint8_t *p, size_t len)
@@ -290,9 +382,9 @@ static enum compression compression_of(const uint8_t *p, size_t len)
 		{ { 0xfd, '7', 'z', 'X', 'Z', 0x00 }, 6, XZ },
 		{ { 0x5d, 0x00, 0x00 }, 3, LZMA },
 		{ { 0x28, 0xb5, 0x2f, 0xfd }, 4, ZSTD },
-		{ { 'B', 'Z', 'h' }, 3, UNSUPPORTED },		/* bzip2 */
+		{ { 'B', 'Z', 'h' }, 3, BZIP2 },
+		{ { 0x02, 0x21, 0x4c, 0x18 }, 4, LZ4 },		/* legacy frames */
 		{ { 0x89, 'L', 'Z', 'O' }, 4, UNSUPPORTED },	/* lzop */
-		{ { 0x02, 0x21, 0x4c, 0x18 }, 4, UNSUPPORTED },	/* lz4, legacy frames */
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(known); i++)
@@ -340,6 +432,12 @@ int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 			break;
 		case ZSTD:
 			r = unzstd(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
+			break;
+		case BZIP2:
+			r = bunzip2(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
+			break;
+		case LZ4:
+			r = unlz4(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
 			break;
 		case UNSUPPORTED:
 			return -EPROTONOSUPPORT;

@@ -330,10 +330,10 @@ struct nmbl_cpio_entry {
 typedef int (*nmbl_cpio_entry_fn)(const struct nmbl_cpio_entry *e, void *userdata);
 
 /* Every entry of the initramfs IMAGE (LEN bytes: cpio archives, zero
- * bytes between, any compressed with gzip, xz, lzma or zstd) to FN, in
- * order, with no more than MAX_UNPACKED bytes decompressed.  -EBADMSG
- * for a malformed image, -EPROTONOSUPPORT for a compression the kernel
- * takes but nmbl does not (bzip2, lzo, lz4), -EFBIG past MAX_UNPACKED or
+ * bytes between, any compressed with gzip, xz, lzma, zstd, bzip2 or lz4's
+ * legacy frames) to FN, in order, with no more than MAX_UNPACKED bytes
+ * decompressed.  -EBADMSG for a malformed image, -EPROTONOSUPPORT for a
+ * compression the kernel takes but nmbl does not (lzo), -EFBIG past MAX_UNPACKED or
  * for a stream whose decoder would need more than 128 MiB, or what FN
  * returned when negative. */
 int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
