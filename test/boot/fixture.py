@@ -30,7 +30,7 @@ ESP_VOLID = "E5B0-0001"
 ROOT_UUID = "7a46e7a1-0d5c-4a8b-8d1e-2007f5007f50"
 
 # What the menu shows once grub-emu has drawn it and started counting down.
-MENU_READY = r"executed automatically in"
+MENU_READY = vm.MENU_READY
 # The target's init: "NMBL-TARGET-UP release=<uname -r> cmdline=<cmdline>".
 # Up to the end of the line: the console may have delivered half of it yet.
 TARGET_UP = r"NMBL-TARGET-UP release=(\S+) cmdline=([^\r\n]*)\r?\n"
@@ -43,7 +43,7 @@ NMBL_BOOT_ID = r"nmbl: boot-id: (\S+)\r?\n"
 
 # Firmware to the target's first line: what these phases take on this
 # machine, with room for a busy one (test/vm/vm.py, phase_budget()).
-BOOT_TIMEOUT = vm.phase_budget("firmware", "kernel", "menu", "target")
+BOOT_TIMEOUT = vm.DEFAULT_TIMEOUT
 
 # VM keywords for a machine that starts at nmbl's menu: the first of a disk
 # and configuration boots and is saved once the menu is up, the others go

@@ -26,7 +26,8 @@ def test_phases_end_where_the_console_says_and_timeouts_follow_them():
     machine = vm.VM("unused.img")
     machine._started = time.monotonic()
     chunks = ["BdsDxe: loading Boot0002\r\nBdsDxe: star", "ting Boot0002 \"UEFI Misc\"\r\n",
-              "EFI stub: ...\r\nnmbl-init: watchdog armed\r\nnmbl: secure-boot: enabled\r\n",
+              "EFI stub: UEFI Secure Boot is enabled.\r\nnmbl-init: watchdog armed (iTCO_wdt)\r\n"
+              "nmbl: secure-boot: enabled\r\n",
               "The highlighted entry will be executed automatically in 3s.",
               "NMBL-TARGET-UP release=6.1 cmdline=x\r\nNMBL-SYSTEM-UP release=6.1"]
     for text in chunks:

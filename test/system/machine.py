@@ -26,7 +26,7 @@ SYSTEM_UP = r"NMBL-SYSTEM-UP release=(\S+) multi-user=(\S+) cmdline=([^\r\n]*)\r
 PROMPT = "root@nmbl-debian:~# "
 # Firmware to multi-user.target: what these phases take on this machine,
 # with room for a busy one (test/vm/vm.py, phase_budget()).
-BOOT_TIMEOUT = fixture.vm.phase_budget("firmware", "kernel", "menu", "system")
+BOOT_TIMEOUT = fixture.vm.SYSTEM_TIMEOUT
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from virt import SNAKEOIL_VARS, Libvirt, defined, virt_install  # noqa: E402
 
 # For each marker: firmware to multi-user.target of the real Debian, as
 # this machine takes it, with room for a busy one (test/vm/vm.py).
-TIMEOUT = vm.phase_budget("firmware", "kernel", "menu", "system")
+TIMEOUT = vm.SYSTEM_TIMEOUT
 
 
 def boot(name, disk, nvram_template, markers, powers_off):
