@@ -158,38 +158,69 @@ static int grow(uint8_t **out, size_t *cap, size_t size, size_t max)
 	return 0;
 }
 
+/* One step of a streaming decoder (STREAM, the library's): as much as it
+ * decodes into OUT, ROOM bytes; *RET_WRITTEN what it wrote, *RET_END
+ * whether its stream has ended. */
+typedef int (*decode_step_fn)(void *stream, uint8_t *out, size_t room, size_t *ret_written,
+			      bool *ret_end);
+
+/* STEP on STREAM until the stream ends, the output in *OUT (*SIZE bytes,
+ * no more than MAX). */
+static int decode(decode_step_fn step, void *stream, size_t max, uint8_t **out, size_t *size)
+{
+	size_t cap = 0;
+
+	for (bool end = false; !end;) {
+		size_t written;
+		int r;
+
+		r = grow(out, &cap, *size, max);
+		if (r < 0)
+			return r;
+		r = step(stream, *out + *size, cap - *size, &written, &end);
+		*size += written;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static unsigned room32(size_t room)
+{
+	return room > UINT32_MAX ? UINT32_MAX : (unsigned)room;
+}
+
+static int gzip_step(void *stream, uint8_t *out, size_t room, size_t *ret_written, bool *ret_end)
+{
+	z_stream *s = stream;
+	int z;
+
+	s->next_out = out;
+	s->avail_out = room32(room);
+	z = inflate(s, Z_NO_FLUSH);
+	*ret_written = (size_t)(s->next_out - out);
+	*ret_end = z == Z_STREAM_END;
+	if (z == Z_MEM_ERROR)
+		return -ENOMEM;
+	/* Out of input with room left: the stream was cut short. */
+	if (z != Z_OK && z != Z_STREAM_END && !(z == Z_BUF_ERROR && s->avail_out == 0))
+		return -EBADMSG;
+	return 0;
+}
+
 static int gunzip(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
 		  size_t *used)
 {
 	z_stream s = { 0 };
-	size_t cap = 0;
-	int r, z;
+	int r;
 
 	/* A gzip member (15 bits of window, 16: its header and trailer). */
 	if (inflateInit2(&s, 16 + MAX_WBITS) != Z_OK)
 		return -ENOMEM;
 	s.next_in = (Bytef *)in;
-	s.avail_in = len > UINT32_MAX ? UINT32_MAX : (uInt)len;
-	do {
-		r = grow(out, &cap, *size, max);
-		if (r < 0)
-			goto end;
-		s.next_out = *out + *size;
-		s.avail_out = (uInt)((cap - *size) > UINT32_MAX ? UINT32_MAX : cap - *size);
-		z = inflate(&s, Z_NO_FLUSH);
-		*size = (size_t)(s.next_out - *out);
-		if (z == Z_MEM_ERROR) {
-			r = -ENOMEM;
-			goto end;
-		}
-		if (z != Z_OK && z != Z_STREAM_END && !(z == Z_BUF_ERROR && s.avail_out == 0)) {
-			r = -EBADMSG;
-			goto end;
-		}
-	} while (z != Z_STREAM_END);
+	s.avail_in = room32(len);
+	r = decode(gzip_step, &s, max, out, size);
 	*used = s.total_in;
-	r = 0;
-end:
 	inflateEnd(&s);
 	return r;
 }
@@ -198,11 +229,29 @@ end:
  * dictionary of up to 4 GiB; xz -9 needs 65 MiB. */
 #define XZ_MEMLIMIT (128u << 20)
 
+static int xz_step(void *stream, uint8_t *out, size_t room, size_t *ret_written, bool *ret_end)
+{
+	lzma_stream *s = stream;
+	lzma_ret x;
+
+	s->next_out = out;
+	s->avail_out = room;
+	x = lzma_code(s, LZMA_FINISH);
+	*ret_written = (size_t)(s->next_out - out);
+	*ret_end = x == LZMA_STREAM_END;
+	if (x == LZMA_MEM_ERROR)
+		return -ENOMEM;
+	if (x == LZMA_MEMLIMIT_ERROR)
+		return -EFBIG;
+	if (x != LZMA_OK && x != LZMA_STREAM_END && !(x == LZMA_BUF_ERROR && s->avail_out == 0))
+		return -EBADMSG;
+	return 0;
+}
+
 static int unxz(const uint8_t *in, size_t len, bool alone, size_t max, uint8_t **out,
 		size_t *size, size_t *used)
 {
 	lzma_stream s = LZMA_STREAM_INIT;
-	size_t cap = 0;
 	lzma_ret x;
 	int r;
 
@@ -211,30 +260,8 @@ static int unxz(const uint8_t *in, size_t len, bool alone, size_t max, uint8_t *
 		return -ENOMEM;
 	s.next_in = in;
 	s.avail_in = len;
-	do {
-		r = grow(out, &cap, *size, max);
-		if (r < 0)
-			goto end;
-		s.next_out = *out + *size;
-		s.avail_out = cap - *size;
-		x = lzma_code(&s, LZMA_FINISH);
-		*size = (size_t)(s.next_out - *out);
-		if (x == LZMA_MEM_ERROR) {
-			r = -ENOMEM;
-			goto end;
-		}
-		if (x == LZMA_MEMLIMIT_ERROR) {
-			r = -EFBIG;
-			goto end;
-		}
-		if (x != LZMA_OK && x != LZMA_STREAM_END && !(x == LZMA_BUF_ERROR && s.avail_out == 0)) {
-			r = -EBADMSG;
-			goto end;
-		}
-	} while (x != LZMA_STREAM_END);
+	r = decode(xz_step, &s, max, out, size);
 	*used = (size_t)s.total_in;
-	r = 0;
-end:
 	lzma_end(&s);
 	return r;
 }
@@ -278,41 +305,37 @@ end:
 	return r;
 }
 
+static int bzip2_step(void *stream, uint8_t *out, size_t room, size_t *ret_written, bool *ret_end)
+{
+	bz_stream *s = stream;
+	int b;
+
+	s->next_out = (char *)out;
+	s->avail_out = room32(room);
+	b = BZ2_bzDecompress(s);
+	*ret_written = (size_t)((uint8_t *)s->next_out - out);
+	*ret_end = b == BZ_STREAM_END;
+	if (b == BZ_MEM_ERROR)
+		return -ENOMEM;
+	if (b != BZ_OK && b != BZ_STREAM_END)
+		return -EBADMSG;
+	if (b == BZ_OK && s->avail_in == 0 && s->avail_out > 0)
+		return -EBADMSG; /* cut short */
+	return 0;
+}
+
 static int bunzip2(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
 		   size_t *used)
 {
 	bz_stream s = { 0 };
-	size_t cap = 0;
-	int r, b;
+	int r;
 
 	if (BZ2_bzDecompressInit(&s, 0, 0) != BZ_OK)
 		return -ENOMEM;
 	s.next_in = (char *)in;
-	s.avail_in = len > UINT32_MAX ? UINT32_MAX : (unsigned)len;
-	do {
-		r = grow(out, &cap, *size, max);
-		if (r < 0)
-			goto end;
-		s.next_out = (char *)*out + *size;
-		s.avail_out = (unsigned)((cap - *size) > UINT32_MAX ? UINT32_MAX : cap - *size);
-		b = BZ2_bzDecompress(&s);
-		*size = (size_t)((uint8_t *)s.next_out - *out);
-		if (b == BZ_MEM_ERROR) {
-			r = -ENOMEM;
-			goto end;
-		}
-		if (b != BZ_OK && b != BZ_STREAM_END) {
-			r = -EBADMSG;
-			goto end;
-		}
-		if (b == BZ_OK && s.avail_in == 0 && s.avail_out > 0) {
-			r = -EBADMSG; /* truncated */
-			goto end;
-		}
-	} while (b != BZ_STREAM_END);
+	s.avail_in = room32(len);
+	r = decode(bzip2_step, &s, max, out, size);
 	*used = (size_t)s.total_in_hi32 << 32 | s.total_in_lo32;
-	r = 0;
-end:
 	BZ2_bzDecompressEnd(&s);
 	return r;
 }
@@ -324,18 +347,13 @@ end:
 #define LZ4_LEGACY_MAGIC 0x184c2102u
 #define LZ4_LEGACY_BLOCK (8u << 20)
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static int unlz4(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
 		 size_t *used)
 {
 	size_t off = 4, cap = 0, room;
 
 	while (len - off >= 4) {
-		uint32_t block = le32(in + off);
+		uint32_t block = nmbl_le32(in + off);
 		int n, r;
 
 		if (block == LZ4_LEGACY_MAGIC) {
