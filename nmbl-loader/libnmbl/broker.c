@@ -531,6 +531,81 @@ static int do_initrd(struct nmbl_broker *b, const struct nmbl_broker_message *m)
 	return 0;
 }
 
+/* REPLY for a kernel the running kernel refused: "load", and why. */
+static int refused(struct nmbl_broker *b, int r, char *reply[REPLY_FIELDS_MAX])
+{
+	reply[0] = strdup("load");
+	free(reply[1]);
+	reply[1] = NULL;
+	(void)nmbl_explain_refusal(b->ctx, b->kernel, r, &reply[1]);
+	return r;
+}
+
+/* Why the entry's initrd cannot start it, for a person. */
+static const char *initrd_error(int r)
+{
+	switch (-r) {
+	case EBADMSG:
+		return "an initrd is not one the kernel would unpack (malformed or truncated)";
+	case EFBIG:
+		return "an initrd unpacks to more than 2 GiB";
+	case ENOSPC:
+	case ENOMEM:
+		return "there is not enough memory to unpack its initrds";
+	case ENOMEDIUM:
+		return "its initrd holds no /init (or no program where rdinit= says)";
+	default:
+		return strerror(-r);
+	}
+}
+
+/*
+ * Switch root for a direct boot; through the entry's initrd, when
+ * nmbl_choose_boot() chose that, or by kexec after all when that initrd
+ * is for another kernel (*DIRECT false then, and REPLY[1] says why).
+ */
+static int switch_root(struct nmbl_broker *b, const char *cmdline, bool *direct,
+		       char *reply[REPLY_FIELDS_MAX])
+{
+	_cleanup_free_ char *handover = b->ctx->handover ? strdup(b->ctx->handover) : NULL;
+	int r;
+
+	if (b->ctx->handover && !handover)
+		return -ENOMEM;
+	r = nmbl_switch_root(b->ctx, cmdline);
+	if (r == 0) {
+		if (handover)
+			kmsg(b->ctx, "<5>nmbl: booting %s without a second kernel: its own initrd sets up its root, as %s",
+			     b->kernel_name, handover);
+		else
+			kmsg(b->ctx, "<5>nmbl: booting %s without a second kernel: switching root",
+			     b->kernel_name);
+		return 0;
+	}
+	if (!handover) {
+		(void)nmbl_unload(b->ctx);
+		reply[0] = strdup("root");
+		return r;
+	}
+	if (r != -ENOPKG && r != -EPROTONOSUPPORT) {
+		(void)nmbl_unload(b->ctx);
+		reply[0] = strdup("initrd");
+		free(reply[1]);
+		reply[1] = strdup(initrd_error(r));
+		return r;
+	}
+	/* The entry's own kernel has the initrd's modules, or reads it. */
+	*direct = false;
+	free(reply[1]);
+	reply[1] = strdup(r == -ENOPKG ? "its initrd holds no modules of the running kernel" :
+					 "its initrd is compressed in a way nmbl does not read");
+	if (!reply[1])
+		return -ENOMEM;
+	kmsg(b->ctx, "<5>nmbl: booting %s by kexec: %s", b->kernel_name, reply[1]);
+	r = nmbl_load(b->ctx, b->kernel, (const char *const *)b->initrds, b->n_initrds, cmdline);
+	return r < 0 ? refused(b, r, reply) : 0;
+}
+
 /* REPLY: how it boots ("direct", "kexec") and why kexec; or what failed
  * ("load", "root") and why, for a person. */
 static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
@@ -561,22 +636,12 @@ static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
 	else
 		r = nmbl_load(b->ctx, b->kernel, (const char *const *)b->initrds, b->n_initrds,
 			      cmdline);
-	if (r < 0) {
-		reply[0] = strdup("load");
-		free(reply[1]);
-		reply[1] = NULL;
-		(void)nmbl_explain_refusal(b->ctx, b->kernel, r, &reply[1]);
-		return r;
-	}
+	if (r < 0)
+		return refused(b, r, reply);
 	if (direct) {
-		r = nmbl_switch_root(b->ctx, cmdline);
-		if (r < 0) {
-			(void)nmbl_unload(b->ctx);
-			reply[0] = strdup("root");
+		r = switch_root(b, cmdline, &direct, reply);
+		if (r < 0)
 			return r;
-		}
-		kmsg(b->ctx, "<5>nmbl: booting %s without a second kernel: switching root",
-		     b->kernel_name);
 	}
 	reply[0] = strdup(direct ? "direct" : "kexec");
 	b->outcome = direct ? NMBL_BROKER_DIRECT : NMBL_BROKER_KEXEC;

@@ -82,6 +82,7 @@ NMBL_EXPORT struct nmbl_ctx *nmbl_unref(struct nmbl_ctx *ctx)
 	}
 	nmbl_kernel_file_clear(&ctx->chosen);
 	nmbl_held_initrds_clear(ctx);
+	free(ctx->handover);
 	nmbl_modules_release(ctx);
 	nmbl_tpm_release(ctx);
 	free(ctx->root);

@@ -323,10 +323,11 @@ static bool enabled(const struct nmbl_cmdline *c, const char *key)
  * later).  nmbl cannot read an initrd's configuration, so any swap that
  * holds a hibernated system counts, as does the variable.  Booting
  * anything else would mount file systems the image still has in use.
- * noresume on the entry's line tells its initrd not to resume.
+ * noresume on the entry's line tells its initrd not to resume.  A resume=
+ * inside a stack (*RET_STACKED) is for the initrd that sets the stack up.
  */
 static int check_hibernation(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
-			     char **ret_reason)
+			     char **ret_reason, bool *ret_stacked)
 {
 	const struct nmbl_param *param = nmbl_cmdline_find(entry, "resume");
 	_cleanup_free_ char *resume = NULL, *location = NULL;
@@ -348,7 +349,8 @@ static int check_hibernation(const struct nmbl_ctx *ctx, const struct nmbl_cmdli
 		if (r > 0)
 			return asprintf(ret_reason, "resume=%s holds a hibernated system, which its own initrd resumes",
 					resume) < 0 ? -ENOMEM : 0;
-		if (r == -ENXIO && (what = find_stacked(ctx)))
+		*ret_stacked = r == -ENXIO && (what = find_stacked(ctx));
+		if (*ret_stacked)
 			return asprintf(ret_reason, "resume=%s is not there, and a disk holds %s, which its own initrd may set up",
 					resume, what) < 0 ? -ENOMEM : 0;
 	}
@@ -368,18 +370,24 @@ static int check_hibernation(const struct nmbl_ctx *ctx, const struct nmbl_cmdli
 
 /*
  * Whether nmbl's initramfs can bring up the root ENTRY names as the entry's
- * own initrd would: *RET_REASON says why not, NULL when it can.
+ * own initrd would: *RET_REASON says why not, NULL when it can;
+ * *RET_STACKED, whether that initrd would set up a stack of local disks
+ * (LVM, LUKS, md RAID, a btrfs of several devices), which it can do as
+ * well on the running kernel.
  */
 static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
-		      char **ret_reason)
+		      char **ret_reason, bool *ret_stacked)
 {
-	static const char *const needs[][2] = {
-		{ "rd.lvm.lv", "LVM" }, { "rd.lvm.vg", "LVM" },
-		{ "rd.luks.uuid", "LUKS" }, { "rd.luks.name", "LUKS" },
-		{ "luks.uuid", "LUKS" }, { "luks.name", "LUKS" },
-		{ "rd.md.uuid", "RAID (md)" }, { "rd.dm.uuid", "device-mapper RAID" },
-		{ "netroot", "a network root" }, { "rd.iscsi.initiator", "iSCSI" },
-		{ "rd.zfcp", "zFCP" }, { "rd.dasd", "DASD" },
+	static const struct {
+		const char *key, *what;
+		bool local;
+	} needs[] = {
+		{ "rd.lvm.lv", "LVM", true }, { "rd.lvm.vg", "LVM", true },
+		{ "rd.luks.uuid", "LUKS", true }, { "rd.luks.name", "LUKS", true },
+		{ "luks.uuid", "LUKS", true }, { "luks.name", "LUKS", true },
+		{ "rd.md.uuid", "RAID (md)", true }, { "rd.dm.uuid", "device-mapper RAID", true },
+		{ "netroot", "a network root", false }, { "rd.iscsi.initiator", "iSCSI", false },
+		{ "rd.zfcp", "zFCP", false }, { "rd.dasd", "DASD", false },
 	};
 	const struct nmbl_param *root = nmbl_cmdline_find(entry, "root");
 	_cleanup_free_ char *spec = NULL, *path = NULL;
@@ -389,13 +397,16 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 	int r;
 
 	*ret_reason = NULL;
+	*ret_stacked = false;
 	for (size_t i = 0; i < ELEMENTSOF(needs); i++)
-		if (enabled(entry, needs[i][0]))
+		if (enabled(entry, needs[i].key)) {
+			*ret_stacked = needs[i].local;
 			return asprintf(ret_reason, "its root needs %s, which its own initrd sets up (%s=)",
-					needs[i][1], needs[i][0]) < 0 ? -ENOMEM : 0;
+					needs[i].what, needs[i].key) < 0 ? -ENOMEM : 0;
+		}
 	if (!root)
 		return (*ret_reason = strdup("it names no root= for nmbl to mount")) ? 0 : -ENOMEM;
-	r = check_hibernation(ctx, entry, ret_reason);
+	r = check_hibernation(ctx, entry, ret_reason, ret_stacked);
 	if (r < 0 || *ret_reason)
 		return r;
 	spec = nmbl_param_value(root);
@@ -408,6 +419,7 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 	if (r == -ENXIO) {
 		/* Not there: an initrd may be about to make it, or it is wrong. */
 		what = find_stacked(ctx);
+		*ret_stacked = what != NULL;
 		if (what)
 			return asprintf(ret_reason, "root=%s is not there, and a disk holds %s, which its own initrd may set up",
 					spec, what) < 0 ? -ENOMEM : 0;
@@ -415,15 +427,18 @@ static int check_root(const struct nmbl_ctx *ctx, const struct nmbl_cmdline *ent
 	}
 	if (r < 0)
 		return r;
-	if (sys_block_has(ctx, name, "dm") || sys_block_has(ctx, name, "md"))
+	if (sys_block_has(ctx, name, "dm") || sys_block_has(ctx, name, "md")) {
+		*ret_stacked = true;
 		return asprintf(ret_reason, "root=%s is a device-mapper or RAID device its own initrd sets up",
 				spec) < 0 ? -ENOMEM : 0;
+	}
 	/* Unreadable: the mount says why. */
 	r = nmbl_probe_path(path, 0, &p);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
 		return 0;
+	*ret_stacked = p.stacked || p.n_devices > 1;
 	if (p.stacked)
 		return asprintf(ret_reason, "root=%s holds %s, which its own initrd sets up",
 				spec, p.stacked) < 0 ? -ENOMEM : 0;
@@ -470,6 +485,34 @@ static int kexec_because(char **ret_reason, const char *fmt, ...)
 	return r < 0 ? -ENOMEM : NMBL_BOOT_KEXEC;
 }
 
+/*
+ * A root its own initrd sets up (*REASON says what): that initrd can set it
+ * up as well on the running kernel, so the entry boots directly through
+ * it, and *REASON moves to the context, which nmbl_switch_root() reads.
+ * Unless there is no initrd to do it, or systemd is process 1 here, whose
+ * switch-root nmbl asks for a root (nmbl-init(8) starts the initrd).
+ */
+static int through_initrd(struct nmbl_ctx *ctx, char **reason)
+{
+	char *more = NULL;
+
+	if (ctx->n_initrds == 0)
+		more = "; it names no initrd";
+	else if (nmbl_systemd_is_pid1(ctx))
+		more = "; systemd, process 1 here, switches to a root, not to an initrd";
+	if (more) {
+		char *longer;
+
+		if (asprintf(&longer, "%s%s", *reason, more) < 0)
+			return -ENOMEM;
+		free(*reason);
+		*reason = longer;
+		return 0;
+	}
+	ctx->handover = TAKE_PTR(*reason);
+	return 0;
+}
+
 NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 				 const char *cmdline, enum nmbl_boot_method *ret_method,
 				 char **ret_reason)
@@ -483,6 +526,8 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 
 	if (!ctx || !kernel || !cmdline || !ret_method || !ret_reason)
 		return -EINVAL;
+	free(ctx->handover);
+	ctx->handover = NULL;
 	r = nmbl_direct_cmdlines(ctx, cmdline, &running, &entry);
 	if (r < 0)
 		return r;
@@ -524,9 +569,16 @@ NMBL_EXPORT int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel,
 	if (r < 0)
 		return r;
 	if (!reason) {
-		r = check_root(ctx, entry, &reason);
+		bool stacked;
+
+		r = check_root(ctx, entry, &reason, &stacked);
 		if (r < 0)
 			return r;
+		if (reason && stacked) {
+			r = through_initrd(ctx, &reason);
+			if (r < 0)
+				return r;
+		}
 	}
 	r = reason ? NMBL_BOOT_KEXEC : NMBL_BOOT_DIRECT;
 done:
@@ -544,8 +596,11 @@ done:
 		ctx->chosen = (struct nmbl_kernel_file){ .path = path, .fd = TAKE_FD(fd),
 							 .img = nmbl_image_ref(img) };
 	}
-	nmbl_info(ctx, "%s: %s%s", kernel, r == NMBL_BOOT_DIRECT ? "direct boot" : "kexec, as ",
-		  reason ? reason : "");
+	if (ctx->handover)
+		nmbl_info(ctx, "%s: direct boot through its own initrd, as %s", kernel, ctx->handover);
+	else
+		nmbl_info(ctx, "%s: %s%s", kernel, r == NMBL_BOOT_DIRECT ? "direct boot" : "kexec, as ",
+			  reason ? reason : "");
 	*ret_method = (enum nmbl_boot_method)r;
 	*ret_reason = reason;
 	return 0;

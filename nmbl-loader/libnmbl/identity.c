@@ -61,13 +61,51 @@ static bool parse_identity(const char *s, bool with_compiler, struct kernel_iden
 	return true;
 }
 
-NMBL_EXPORT int nmbl_image_is_running_kernel(struct nmbl_ctx *ctx, const struct nmbl_image *img)
+/* /proc/version's line (*RET_TEXT, malloc'ed), and where the identity
+ * starts in it, after "Linux version ". */
+static int proc_version(const struct nmbl_ctx *ctx, char **ret_text, const char **ret_identity)
 {
 	static const char prefix[] = "Linux version ";
+	char *text = NULL;
+	size_t len;
+	int r;
+
+	r = nmbl_read_file(ctx, "/proc/version", NMBL_SMALL_FILE_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	text[strcspn(text, "\n")] = '\0';
+	if (strncmp(text, prefix, sizeof(prefix) - 1) != 0) {
+		free(text);
+		return -EBADMSG;
+	}
+	*ret_text = text;
+	*ret_identity = text + sizeof(prefix) - 1;
+	return 0;
+}
+
+int nmbl_running_release(const struct nmbl_ctx *ctx, char *buf, size_t size)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *identity;
+	size_t len;
+	int r;
+
+	r = proc_version(ctx, &text, &identity);
+	if (r < 0)
+		return r;
+	len = strcspn(identity, " ");
+	if (len == 0 || len >= size)
+		return -EBADMSG;
+	memcpy(buf, identity, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_image_is_running_kernel(struct nmbl_ctx *ctx, const struct nmbl_image *img)
+{
 	struct kernel_identity running, image;
 	_cleanup_free_ char *text = NULL;
-	const char *version;
-	size_t len;
+	const char *version, *identity;
 	int r;
 
 	if (!ctx || !img)
@@ -75,12 +113,10 @@ NMBL_EXPORT int nmbl_image_is_running_kernel(struct nmbl_ctx *ctx, const struct 
 	version = nmbl_image_get_version(img);
 	if (!version || !parse_identity(version, false, &image))
 		return -ENODATA;
-	r = nmbl_read_file(ctx, "/proc/version", NMBL_SMALL_FILE_MAX, &text, &len);
+	r = proc_version(ctx, &text, &identity);
 	if (r < 0)
 		return r;
-	text[strcspn(text, "\n")] = '\0';
-	if (strncmp(text, prefix, sizeof(prefix) - 1) != 0 ||
-	    !parse_identity(text + sizeof(prefix) - 1, true, &running))
+	if (!parse_identity(identity, true, &running))
 		return -EBADMSG;
 	return running.release_len == image.release_len &&
 	       memcmp(running.release, image.release, image.release_len) == 0 &&

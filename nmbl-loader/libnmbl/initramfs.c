@@ -27,7 +27,6 @@
 #include "nmbl-private.h"
 
 #define CPIO_HEADER_SIZE 110
-#define CPIO_TRAILER "TRAILER!!!"
 
 static size_t align4(size_t n)
 {
@@ -98,7 +97,11 @@ static int walk_archive(const uint8_t *buf, size_t len, nmbl_cpio_entry_fn fn, v
 		name_end = align4(off + CPIO_HEADER_SIZE + f[11]);
 		if (name_end > len)
 			return -EBADMSG;
-		if (strcmp(e.name, CPIO_TRAILER) == 0) {
+		if (strcmp(e.name, NMBL_CPIO_TRAILER) == 0) {
+			/* Where the kernel forgets the archive's hard links. */
+			r = fn(&(struct nmbl_cpio_entry){ .name = e.name }, userdata);
+			if (r < 0)
+				return r;
 			*ret_used = name_end;
 			return 0;
 		}

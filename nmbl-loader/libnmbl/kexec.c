@@ -424,8 +424,11 @@ NMBL_EXPORT int nmbl_check(struct nmbl_ctx *ctx, const char *kernel, const char 
 	ctx->kernel_accepted = ctx->accepted_is_running = false;
 	r = boot_files_open(ctx, kernel, 0, cmdline, &f);
 	/* A direct boot loads no initrd: nmbl_measure_initrd() measured
-	 * them, nothing holds them longer. */
-	nmbl_held_initrds_clear(ctx);
+	 * them, nothing holds them longer, unless the boot goes through
+	 * them (nmbl_switch_root() unpacks them, or nmbl_load() takes them
+	 * when that cannot be). */
+	if (!ctx->handover)
+		nmbl_held_initrds_clear(ctx);
 	if (r < 0)
 		return r;
 	if (!f.img)

@@ -288,11 +288,14 @@ int nmbl_reboot(struct nmbl_ctx *ctx);
  * nmbl_load()): NMBL_BOOT_DIRECT when KERNEL is the running kernel, the
  * kernel parameters of CMDLINE are the running kernel's (those userspace
  * reads may differ; so may quiet, loglevel= and debug, set at run time),
- * and the root it names is a local file system nmbl mounts itself (no
- * LVM, LUKS, RAID, network root or hibernated system for its own initrd
- * to set up first).  Otherwise NMBL_BOOT_KEXEC, and *RET_REASON (malloc'ed)
- * says why in words that follow "kexec, because ...".  nmbl.boot=kexec on
- * the running kernel's command line asks for kexec always.
+ * and the root it names is either a local file system nmbl mounts itself,
+ * or a stack of local disks (LVM, LUKS, md RAID) that the entry's own
+ * initrd sets up: then that initrd, as measured by nmbl_measure_initrd(),
+ * does it on the running kernel (nmbl_switch_root()).  Otherwise (a
+ * network root, a hibernated system, no initrd) NMBL_BOOT_KEXEC, and
+ * *RET_REASON (malloc'ed) says why in words that follow "kexec, because
+ * ...".  nmbl.boot=kexec on the running kernel's command line asks for
+ * kexec always.
  */
 enum nmbl_boot_method {
 	NMBL_BOOT_KEXEC,
@@ -307,16 +310,31 @@ int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel, const char *cmdli
  * rootfstype=, rootflags=, ro/rw) on /sysroot, check that it has
  * the init to start, show CMDLINE in /proc/cmdline, set the console log
  * level it asks for, unload any kernel and unmount everything nmbl
- * mounted.  Then switch root: with systemd as PID 1 through "systemctl
- * switch-root", returning only on failure; otherwise return 0, and the
- * initramfs's init switches root to /sysroot once the caller has exited.
+ * mounted.  When nmbl_choose_boot() chose the entry's initrd to set up
+ * its root, unpack that initrd into a tmpfs on /sysroot instead, as the
+ * kernel would unpack it, and make CMDLINE what it reads as the kernel's
+ * command line.  Then switch root: with systemd as PID 1 through
+ * "systemctl switch-root", returning only on failure; otherwise return 0,
+ * and the initramfs's init switches root to /sysroot once the caller has
+ * exited, and starts nmbl_switch_root_init() there.
  * -ENXIO: no such root device; -ENOMEDIUM: no init on it; -ENOENT: no
  * kernel was accepted first, or the accepted one is not the running
  * kernel; -EBUSY: the root's device is still mounted (the new mount would
- * share that mount's options).  Every mount nmbl made is unmounted before
- * the root is mounted.  On failure nothing is left mounted.
+ * share that mount's options); for an initrd: -EBADMSG, it is malformed
+ * or truncated, -EPROTONOSUPPORT, compressed in a way nmbl does not read,
+ * -ENOPKG, it holds no modules of the running kernel (the entry's own
+ * kernel, loaded by nmbl_load(), can boot it).  Every mount nmbl made is
+ * unmounted before the root is mounted.  On failure nothing is left
+ * mounted.
  */
 int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline);
+/*
+ * The program to start in /sysroot once nmbl_switch_root() returned 0: the
+ * entry's init= (or /sbin/init) on its root, or its initrd's rdinit= (or
+ * /init); *RET_INITRD (unless NULL) true for an initrd, which mounts /dev,
+ * /proc, /sys and /run itself.  NULL when nothing is prepared.
+ */
+const char *nmbl_switch_root_init(const struct nmbl_ctx *ctx, bool *ret_initrd);
 /* Where nmbl_switch_root() mounts the root, as dracut's init names it. */
 #define NMBL_SYSROOT "/sysroot"
 /*

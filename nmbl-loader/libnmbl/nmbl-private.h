@@ -59,13 +59,19 @@ struct nmbl_ctx {
 		int fd;
 	} *initrds;
 	size_t n_initrds;
+	/* Why the kernel nmbl_choose_boot() chose boots directly through
+	 * its entry's own initrd (its root is a stack that initrd sets up):
+	 * NULL when nmbl mounts the root itself. */
+	char *handover;
 	/* What nmbl_switch_root() prepared and nmbl_switch_root_undo()
-	 * undoes: the root on NMBL_SYSROOT, the entry's line over
-	 * /proc/cmdline, and the sysctls it set, as they were before ("":
-	 * left alone). */
+	 * undoes: the root on NMBL_SYSROOT (the entry's initrd unpacked
+	 * there, for a hand-over), the entry's line over /proc/cmdline, and
+	 * the sysctls it set, as they were before ("": left alone); and the
+	 * program nmbl-init starts there. */
 	struct nmbl_prepared_root {
-		bool mounted, bound;
+		bool mounted, bound, handover;
 		char printk[64], panic[32];
+		char init[256];
 	} prepared;
 };
 
@@ -328,16 +334,23 @@ struct nmbl_cpio_entry {
 	size_t size;
 };
 typedef int (*nmbl_cpio_entry_fn)(const struct nmbl_cpio_entry *e, void *userdata);
+#define NMBL_CPIO_TRAILER "TRAILER!!!"
 
 /* Every entry of the initramfs IMAGE (LEN bytes: cpio archives, zero
  * bytes between, any compressed with gzip, xz, lzma, zstd, bzip2 or lz4's
- * legacy frames) to FN, in order, with no more than MAX_UNPACKED bytes
+ * legacy frames) to FN, in order, each archive's trailer too (NAME
+ * NMBL_CPIO_TRAILER, all else 0), with no more than MAX_UNPACKED bytes
  * decompressed.  -EBADMSG for a malformed image, -EPROTONOSUPPORT for a
  * compression the kernel takes but nmbl does not (lzo), -EFBIG past MAX_UNPACKED or
  * for a stream whose decoder would need more than 128 MiB, or what FN
  * returned when negative. */
 int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 			nmbl_cpio_entry_fn fn, void *userdata);
+/* IMAGE unpacked into the directory DFD as the kernel unpacks an initramfs
+ * into its root: what the archives name is made there, and nothing a name
+ * or a link in them says leads out of it.  Errors as nmbl_initramfs_walk(),
+ * or what making a file failed with. */
+int nmbl_initramfs_unpack(const void *image, size_t len, size_t max_unpacked, int dfd);
 
 /* -ENOEXEC when BUF is not a PE image. */
 int nmbl_pe_parse(const void *buf, size_t len, struct nmbl_pe *ret);
@@ -486,6 +499,26 @@ int nmbl_memfd_of(const char *name, const void *data, size_t len, int *ret_fd);
 /* /proc/self/mountinfo: a line per mount, far fewer in an initramfs. */
 #define NMBL_MOUNTINFO_MAX (1024 * 1024)
 
+/* The running kernel's release ("6.1.0-28-amd64"), as /proc/version says. */
+int nmbl_running_release(const struct nmbl_ctx *ctx, char *buf, size_t size);
+/* INIT, followed inside ROOT as the target will follow it, is a program:
+ * -ENOMEDIUM when not. */
+int nmbl_check_init(const char *root, const char *init);
+/* The entry's command line CMDLINE bound over PROC (a path to a
+ * /proc/cmdline), read-only. */
+int nmbl_bind_cmdline(const struct nmbl_ctx *ctx, const char *cmdline, const char *proc);
+/*
+ * The hand-over (handover.c): the initrds the context holds unpacked into
+ * a tmpfs mounted on SYSROOT, which must hold the running kernel's modules
+ * (-ENOPKG when not: the entry's own kernel, by kexec, can use them) and
+ * INIT, the program to start there (the entry's rdinit=, or /init, written
+ * to INIT).  On failure nothing is left mounted.
+ */
+int nmbl_handover_prepare(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
+			  const char *sysroot, char *init, size_t init_size);
+/* Then what makes CMDLINE the command line the initrd reads. */
+int nmbl_handover_cmdline(struct nmbl_ctx *ctx, const char *sysroot, const char *cmdline);
+
 /* Read a whole file below the context's root, at most MAX bytes (-EFBIG
  * beyond), NUL-terminated, into a malloc'ed buffer. */
 int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
@@ -520,6 +553,8 @@ int nmbl_sys_kexec_file_check(int kernel_fd);
 int nmbl_sys_mount(const char *source, const char *target,
 		   const char *fstype, unsigned long flags, const char *data);
 int nmbl_sys_umount(const char *target);
+/* TARGET and what is mounted below it, detached. */
+int nmbl_sys_umount_tree(const char *target);
 /* reboot(2): into the loaded kernel, or through the firmware. */
 int nmbl_sys_reboot(bool kexec);
 /* "systemctl VERB [ARG]": kexec, reboot, switch-root DIR. */

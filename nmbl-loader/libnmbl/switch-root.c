@@ -21,8 +21,7 @@
  * stays behind but the mount. */
 #define NMBL_CMDLINE_FILE "/nmbl-cmdline"
 
-/* INIT, followed inside ROOT as the target will follow it, is a program. */
-static int check_init(const char *root, const char *init)
+int nmbl_check_init(const char *root, const char *init)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
@@ -106,15 +105,13 @@ static int set_panic(struct nmbl_ctx *ctx, const struct nmbl_cmdline *running,
 	return 0;
 }
 
-/* Write the entry's command line where it is bound over /proc/cmdline. */
-static int bind_cmdline(const struct nmbl_ctx *ctx, const char *cmdline)
+int nmbl_bind_cmdline(const struct nmbl_ctx *ctx, const char *cmdline, const char *proc)
 {
 	_cleanup_free_ char *file = nmbl_path(ctx, NMBL_CMDLINE_FILE);
-	_cleanup_free_ char *proc = nmbl_path(ctx, "/proc/cmdline");
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	if (!file || !proc)
+	if (!file)
 		return -ENOMEM;
 	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
 	if (fd < 0)
@@ -208,11 +205,33 @@ static int mount_root(struct nmbl_ctx *ctx, const struct nmbl_root_mount *m,
 	return 0;
 }
 
+/* The root the entry names, mounted on SYSROOT, and the init to start
+ * there (written to INIT). */
+static int prepare_root(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
+			const char *sysroot, char *init, size_t init_size)
+{
+	_cleanup_(nmbl_root_mount_clear) struct nmbl_root_mount m = { 0 };
+	int r;
+
+	r = nmbl_root_mount_parse(entry, &m);
+	if (r < 0)
+		return r;
+	snprintf(init, init_size, "%s", m.init ? m.init : "/sbin/init");
+	r = mount_root(ctx, &m, sysroot);
+	if (r < 0)
+		return r;
+	r = nmbl_check_init(sysroot, init);
+	if (r < 0)
+		(void)nmbl_sys_umount(sysroot);
+	return r;
+}
+
 NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 {
 	_cleanup_cmdline_ struct nmbl_cmdline *running = NULL, *entry = NULL;
-	_cleanup_(nmbl_root_mount_clear) struct nmbl_root_mount m = { 0 };
-	_cleanup_free_ char *sysroot = NULL;
+	_cleanup_free_ char *sysroot = NULL, *proc = NULL;
+	struct nmbl_prepared_root *p = &ctx->prepared;
+	bool handover;
 	int r;
 
 	if (!ctx || !cmdline)
@@ -225,8 +244,10 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 	if (r < 0)
 		return r;
 	sysroot = nmbl_path(ctx, NMBL_SYSROOT);
-	if (!sysroot)
+	proc = nmbl_path(ctx, "/proc/cmdline");
+	if (!sysroot || !proc)
 		return -ENOMEM;
+	handover = ctx->handover != NULL;
 
 	/* The root is mounted as the entry says, on a superblock of its own:
 	 * none of nmbl's read-only mounts (its /boot may be the root's own
@@ -235,24 +256,26 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 	r = nmbl_umount_all(ctx);
 	if (r < 0)
 		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
-	r = nmbl_root_mount_parse(entry, &m);
+	*p = (struct nmbl_prepared_root){ 0 };
+	if (handover)
+		r = nmbl_handover_prepare(ctx, entry, sysroot, p->init, sizeof(p->init));
+	else
+		r = prepare_root(ctx, entry, sysroot, p->init, sizeof(p->init));
 	if (r < 0)
 		return r;
-	r = mount_root(ctx, &m, sysroot);
-	if (r < 0)
-		return r;
-	r = check_init(sysroot, m.init ? m.init : "/sbin/init");
 	/* The last thing nmbl measures, just before nothing can stop the
 	 * switch: a failed extension is a failed boot. */
+	r = nmbl_measure_phase(ctx, NMBL_PHASE_DIRECT);
 	if (r == 0)
-		r = nmbl_measure_phase(ctx, NMBL_PHASE_DIRECT);
-	if (r == 0)
-		r = bind_cmdline(ctx, cmdline);
+		r = handover ? nmbl_handover_cmdline(ctx, sysroot, cmdline) :
+			       nmbl_bind_cmdline(ctx, cmdline, proc);
 	if (r < 0) {
-		(void)nmbl_sys_umount(sysroot);
+		(void)(handover ? nmbl_sys_umount_tree(sysroot) : nmbl_sys_umount(sysroot));
 		return r;
 	}
-	ctx->prepared = (struct nmbl_prepared_root){ .mounted = true, .bound = true };
+	p->mounted = true;
+	p->bound = !handover;
+	p->handover = handover;
 	r = set_loglevel(ctx, running, entry);
 	if (r < 0)
 		nmbl_notice(ctx, "cannot set the console log level: %s", strerror(-r));
@@ -261,8 +284,10 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 		nmbl_notice(ctx, "cannot set the panic timeout: %s", strerror(-r));
 
 	/* Nothing of nmbl goes along: no loaded kernel, none of its mounts,
-	 * no watchdog running (the menu may have been skipped). */
+	 * no initrd held, no watchdog running (the menu may have been
+	 * skipped). */
 	(void)nmbl_unload(ctx);
+	nmbl_held_initrds_clear(ctx);
 	r = nmbl_umount_all(ctx);
 	if (r < 0)
 		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
@@ -272,6 +297,15 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 	if (nmbl_systemd_is_pid1(ctx))
 		return nmbl_ask_systemd("switch-root", NMBL_SYSROOT);
 	return 0;
+}
+
+NMBL_EXPORT const char *nmbl_switch_root_init(const struct nmbl_ctx *ctx, bool *ret_initrd)
+{
+	if (!ctx || !ctx->prepared.mounted)
+		return NULL;
+	if (ret_initrd)
+		*ret_initrd = ctx->prepared.handover;
+	return ctx->prepared.init;
 }
 
 int nmbl_switch_root_undo(struct nmbl_ctx *ctx)
@@ -287,7 +321,10 @@ int nmbl_switch_root_undo(struct nmbl_ctx *ctx)
 	 * of them until it boots something else. */
 	if (p->bound && (k = nmbl_sys_umount(proc)) < 0)
 		r = k;
-	if (p->mounted && (k = nmbl_sys_umount(sysroot)) < 0 && r == 0)
+	/* An initrd's tree goes with the proc mounted in it. */
+	if (p->mounted && p->handover && (k = nmbl_sys_umount_tree(sysroot)) < 0 && r == 0)
+		r = k;
+	else if (p->mounted && !p->handover && (k = nmbl_sys_umount(sysroot)) < 0 && r == 0)
 		r = k;
 	if (p->printk[0] && (k = write_sysctl(ctx, "/proc/sys/kernel/printk", p->printk)) < 0 &&
 	    r == 0)

@@ -66,6 +66,13 @@ int nmbl_sys_umount(const char *target)
 	return 0;
 }
 
+int nmbl_sys_umount_tree(const char *target)
+{
+	if (umount2(target, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
 int nmbl_sys_reboot(bool kexec)
 {
 	if (syscall(SYS_reboot, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2,

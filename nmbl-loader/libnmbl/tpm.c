@@ -889,7 +889,7 @@ int nmbl_tpm_handover_cpio(struct nmbl_ctx *ctx, const char *phase, void **ret, 
 		r = cpio_member(f, 5, HANDOVER_DIR "/ima-binary-runtime-measurements", 0100644,
 				ima, ima_len);
 	if (r >= 0)
-		r = cpio_member(f, 0, "TRAILER!!!", 0, NULL, 0);
+		r = cpio_member(f, 0, NMBL_CPIO_TRAILER, 0, NULL, 0);
 	if (fclose(f) != 0 || r < 0)
 		return -ENOMEM;
 	*ret_len = cpio_len;

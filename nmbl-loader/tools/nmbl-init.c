@@ -798,20 +798,18 @@ static void remove_tree(int dfd, dev_t rootdev)
 	closedir(d);
 }
 
-/* The entry's init=: /proc/cmdline is the entry's own now (libnmbl bound
- * it there). */
-static char *target_init(struct nmbl_ctx *ctx)
-{
-	char *value = kernel_param(ctx, "init", false);
-
-	return value && *value ? value : (free(value), strdup("/sbin/init"));
-}
-
-/* Returns only on failure. */
+/*
+ * Returns only on failure.  The target's root is on NMBL_SYSROOT: the
+ * kernel's file systems move there, with what nmbl mounted on them (the
+ * entry's line on /proc/cmdline).  An entry's initrd there mounts its own,
+ * as on the kernel's rootfs: nmbl's go instead (/proc too: the initrd's
+ * tree may have its own proc mounted, with the line on it).
+ */
 static void switch_root(struct nmbl_ctx *ctx)
 {
 	static const char *const moves[] = { "/dev", "/proc", "/sys", "/run" };
-	_cleanup_free_ char *init = target_init(ctx);
+	bool initrd = false;
+	const char *init = nmbl_switch_root_init(ctx, &initrd);
 	struct stat root;
 	int fd;
 
@@ -833,10 +831,11 @@ static void switch_root(struct nmbl_ctx *ctx)
 		char to[64];
 
 		snprintf(to, sizeof(to), NMBL_SYSROOT "%s", moves[i]);
-		if (mount(moves[i], to, NULL, MS_MOVE, NULL) < 0) {
+		if (!initrd && mount(moves[i], to, NULL, MS_MOVE, NULL) == 0)
+			continue;
+		if (!initrd)
 			say("cannot move %s to %s: %m", moves[i], to);
-			(void)umount2(moves[i], MNT_DETACH);
-		}
+		(void)umount2(moves[i], MNT_DETACH);
 	}
 	if (chdir(NMBL_SYSROOT) < 0)
 		return;

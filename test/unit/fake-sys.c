@@ -58,7 +58,10 @@ int nmbl_sys_mount(const char *source, const char *target, const char *fstype,
 		   unsigned long flags, const char *data)
 {
 	fake.mount_flags = flags;
-	record("mount %s %s %s %s;", source ? source + strlen(fake.root) : "-",
+	/* A device or file below the fixture's root, or a name ("proc"). */
+	if (source && strncmp(source, fake.root, strlen(fake.root)) == 0)
+		source += strlen(fake.root);
+	record("mount %s %s %s %s;", source ? source : "-",
 	       target + strlen(fake.root), fstype ? fstype : "-", data ? data : "-");
 	return fake.mount_errno;
 }
@@ -66,6 +69,12 @@ int nmbl_sys_mount(const char *source, const char *target, const char *fstype,
 int nmbl_sys_umount(const char *target)
 {
 	record("umount %s;", target + strlen(fake.root));
+	return 0;
+}
+
+int nmbl_sys_umount_tree(const char *target)
+{
+	record("umount -R %s;", target + strlen(fake.root));
 	return 0;
 }
 

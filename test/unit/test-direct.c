@@ -304,7 +304,7 @@ static void test_another_kernel_or_a_uki_is_kexeced(void)
 	CHECK_STR(why, "nmbl.boot=kexec asks for kexec always");
 }
 
-static void test_what_its_own_initrd_sets_up_is_kexeced(void)
+static void test_what_its_own_initrd_sets_up_needs_that_initrd(void)
 {
 	const char *k = "console=tty0 console=ttyS0,115200";
 	unsigned char luks[4096] = "LUKS\xba\xbe", md[256] = { 0 };
@@ -314,7 +314,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	machine();
 	snprintf(line, sizeof(line), "root=/dev/mapper/fedora-root rd.lvm.lv=fedora/root %s", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
-	CHECK_STR(why, "its root needs LVM, which its own initrd sets up (rd.lvm.lv=)");
+	CHECK_STR(why, "its root needs LVM, which its own initrd sets up (rd.lvm.lv=); it names no initrd");
 
 	/* Not there, and a disk holds LUKS: maybe it is inside. */
 	snprintf(line, sizeof(line), "root=UUID=0ff %s", k);
@@ -322,7 +322,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	fixture_text("/sys/class/block/vdb/size", "8\n");
 	fixture_write("/dev/vdb", luks, sizeof(luks));
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
-	CHECK_STR(why, "root=UUID=0ff is not there, and a disk holds LUKS, which its own initrd may set up");
+	CHECK_STR(why, "root=UUID=0ff is not there, and a disk holds LUKS, which its own initrd may set up; it names no initrd");
 	remove(fixture_path("/dev/vdb"));
 
 	fixture_text("/sys/class/block/dm-0/dm/name", "root\n");
@@ -330,7 +330,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	link_dev("/dev/disk/by-uuid/d0", "../../dm-0");
 	snprintf(line, sizeof(line), "root=UUID=d0 %s", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
-	CHECK_STR(why, "root=UUID=d0 is a device-mapper or RAID device its own initrd sets up");
+	CHECK_STR(why, "root=UUID=d0 is a device-mapper or RAID device its own initrd sets up; it names no initrd");
 
 	/* md 1.0 keeps its superblock at the end of the device. */
 	fixture_text("/sys/class/block/vde/size", "4096\n");
@@ -341,7 +341,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	put("/dev/vde", (2 << 20) - 8192, md, sizeof(md));
 	snprintf(line, sizeof(line), "root=UUID=0ff %s", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
-	CHECK_STR(why, "root=UUID=0ff is not there, and a disk holds RAID (md), which its own initrd may set up");
+	CHECK_STR(why, "root=UUID=0ff is not there, and a disk holds RAID (md), which its own initrd may set up; it names no initrd");
 	remove(fixture_path("/dev/vde"));
 
 	/* There, but LUKS: no file system nmbl could mount. */
@@ -349,7 +349,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	link_dev("/dev/disk/by-uuid/c1", "../../vdf");
 	snprintf(line, sizeof(line), "root=UUID=c1 %s", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
-	CHECK_STR(why, "root=UUID=c1 holds LUKS, which its own initrd sets up");
+	CHECK_STR(why, "root=UUID=c1 holds LUKS, which its own initrd sets up; it names no initrd");
 	remove(fixture_path("/dev/vdf"));
 
 	/* One of two devices of a btrfs. */
@@ -360,7 +360,7 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
 	link_dev("/dev/disk/by-label/multi", "../../vdc1");
 	snprintf(line, sizeof(line), "root=LABEL=multi %s", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
-	CHECK_STR(why, "root=LABEL=multi is a btrfs of several devices, which its own initrd assembles");
+	CHECK_STR(why, "root=LABEL=multi is a btrfs of several devices, which its own initrd assembles; it names no initrd");
 
 	make_swap("/dev/vda2");
 	hibernate("/dev/vda2", true);
@@ -383,6 +383,105 @@ static void test_what_its_own_initrd_sets_up_is_kexeced(void)
  * that variable, make the entry's own initrd boot it, which resumes the
  * system; unless the entry says noresume.
  */
+/* The entry's initrd, measured and held as GRUB's initrd command has it:
+ * a gzip'ed cpio of a tree with /init and the modules of RELEASE, laid
+ * out as initramfs-tools lays it out (ITOOLS) or as dracut does. */
+static void entry_initrd(const char *release, bool itools)
+{
+	fixture_run("cd %s && rm -rf initrd && mkdir -p initrd/lib/modules/%s initrd/proc initrd/conf && "
+		    "printf '#!/bin/sh\\n' >initrd/init && chmod 755 initrd/init && "
+		    "%s (cd initrd && find . | sort | cpio -o -H newc --quiet) | gzip >initrd.img",
+		    fixture_root(), release,
+		    itools ? "mkdir initrd/scripts && touch initrd/scripts/functions initrd/conf/initramfs.conf &&" :
+			     "");
+	CHECK_INT(nmbl_measure_initrd(ctx, fixture_path("/initrd.img"), "/initrd.img"), 0);
+}
+
+static void test_a_stack_boots_through_the_entry_initrd(void)
+{
+	const char *line = "BOOT_IMAGE=/vmlinuz root=/dev/mapper/vg-root ro rd.lvm.lv=vg/root "
+			   "console=tty0 console=ttyS0,115200 quiet";
+	char why[512], text[512];
+	bool initrd = false;
+
+	/* dracut's: proc mounted in its root, the entry's line on it. */
+	machine();
+	fixture_run("rm -rf %s", fixture_path("/sysroot"));
+	entry_initrd("6.1.0-test", false);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_STR(why, "");
+	CHECK_STR(ctx->handover, "its root needs LVM, which its own initrd sets up (rd.lvm.lv=)");
+	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, line), 0);
+	CHECK_STR(fake.calls, "mount rootfs /sysroot tmpfs mode=0755;"
+			      "mount proc /sysroot/proc proc -;"
+			      "mount /nmbl-cmdline /sysroot/proc/cmdline - -;"
+			      "mount - /sysroot/proc/cmdline - -;"
+			      "kexec_file_load;");
+	CHECK_STR(nmbl_switch_root_init(ctx, &initrd), "/init");
+	CHECK_INT(initrd, true);
+	CHECK_INT(access(fixture_path("/sysroot/lib/modules/6.1.0-test"), F_OK), 0);
+	/* Nothing held any more, nothing of the menu's state left. */
+	CHECK_INT((int)ctx->n_initrds, 0);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root_undo(ctx), 0);
+	CHECK_STR(fake.calls, "umount -R /sysroot;");
+
+	/* initramfs-tools': its /init mounts proc itself, then sources
+	 * conf/conf.d/, where the line is bound. */
+	machine();
+	fixture_run("rm -rf %s", fixture_path("/sysroot"));
+	entry_initrd("6.1.0-test", true);
+	/* No stack on any disk: nmbl mounts it, or says it is not there. */
+	CHECK_INT(choose(KERNEL, "root=/dev/mapper/vg-root ro console=tty0 console=ttyS0,115200",
+			 why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK(ctx->handover == NULL);
+	fixture_text("/sys/class/block/vdb/size", "8\n");
+	fixture_write("/dev/vdb", "LUKS\xba\xbe\0\1", 8);
+	CHECK(truncate(fixture_path("/dev/vdb"), 1 << 20) == 0);
+	CHECK_INT(choose(KERNEL, "root=/dev/mapper/vg-root ro console=tty0 console=ttyS0,115200",
+			 why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, "root=/dev/mapper/vg-root ro console=tty0 console=ttyS0,115200"),
+		  0);
+	CHECK_STR(fake.calls, "mount rootfs /sysroot tmpfs mode=0755;kexec_file_load;");
+	CHECK(nmbl_read_small(ctx, "/sysroot/conf/nmbl-cmdline", text, sizeof(text)) > 0);
+	CHECK_STR(text, "root=/dev/mapper/vg-root ro console=tty0 console=ttyS0,115200");
+	CHECK(nmbl_read_small(ctx, "/sysroot/conf/conf.d/zz-nmbl", text, sizeof(text)) > 0);
+	CHECK(strstr(text, "mount -n -o bind /conf/nmbl-cmdline /proc/cmdline\n"));
+	remove(fixture_path("/dev/vdb"));
+	(void)nmbl_switch_root_undo(ctx);
+}
+
+/* An initrd made for another kernel (or none of nmbl's reading) is the
+ * entry's kernel's to boot; one that is not an initrd, nobody's. */
+static void test_an_initrd_for_another_kernel_is_refused(void)
+{
+	const char *line = "root=/dev/mapper/vg-root rd.luks.uuid=0ff console=tty0 console=ttyS0,115200";
+	char why[512];
+
+	machine();
+	fixture_run("rm -rf %s", fixture_path("/sysroot"));
+	entry_initrd("6.1.0-other", false);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, line), -ENOPKG);
+	CHECK_STR(fake.calls, "mount rootfs /sysroot tmpfs mode=0755;umount -R /sysroot;");
+	/* Still held, for the kexec that boots it. */
+	CHECK_INT((int)ctx->n_initrds, 1);
+
+	machine();
+	fixture_text("/initrd.img", "not an initrd\n");
+	CHECK_INT(nmbl_measure_initrd(ctx, fixture_path("/initrd.img"), "/initrd.img"), 0);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
+	CHECK_INT(nmbl_switch_root(ctx, line), -EBADMSG);
+	CHECK_INT(nmbl_switch_root_init(ctx, NULL) == NULL, 1);
+}
+
 static void test_hibernated_system_is_resumed_by_its_own_initrd(void)
 {
 	static const char var[] = NMBL_EFIVARS "HibernateLocation-" NMBL_SYSTEMD_GUID;
@@ -430,7 +529,7 @@ static void test_hibernated_system_is_resumed_by_its_own_initrd(void)
 	CHECK(truncate(fixture_path("/dev/vdb"), 1 << 20) == 0);
 	snprintf(line, sizeof(line), "%s resume=/dev/mapper/swap", k);
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_KEXEC);
-	CHECK_STR(why, "resume=/dev/mapper/swap is not there, and a disk holds LUKS, which its own initrd may set up");
+	CHECK_STR(why, "resume=/dev/mapper/swap is not there, and a disk holds LUKS, which its own initrd may set up; it names no initrd");
 	remove(fixture_path("/dev/vdb"));
 	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
 }
@@ -631,7 +730,9 @@ int main(void)
 		test_running_kernel_with_userspace_changes_boots_directly,
 		test_kernel_parameters_must_be_the_running_ones,
 		test_another_kernel_or_a_uki_is_kexeced,
-		test_what_its_own_initrd_sets_up_is_kexeced,
+		test_what_its_own_initrd_sets_up_needs_that_initrd,
+		test_a_stack_boots_through_the_entry_initrd,
+		test_an_initrd_for_another_kernel_is_refused,
 		test_hibernated_system_is_resumed_by_its_own_initrd,
 		test_switch_root_mounts_the_entry_root,
 		test_switch_root_leaves_nmbl_panic_and_watchdog_behind,

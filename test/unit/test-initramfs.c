@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Initramfs images as distributions make them (cpio's newc archives, an
  * early uncompressed one first, the rest compressed), read entry by entry
- * as the kernel would unpack them; and the images the kernel refuses. */
+ * as the kernel would unpack them, and unpacked into a directory; and the
+ * images the kernel refuses. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "nmbl-private.h"
@@ -25,6 +27,8 @@ static int note(const struct nmbl_cpio_entry *e, void *userdata)
 {
 	struct seen *s = userdata;
 
+	if (strcmp(e->name, NMBL_CPIO_TRAILER) == 0)
+		return 0;
 	strncat(s->names, e->name, sizeof(s->names) - strlen(s->names) - 2);
 	strcat(s->names, " ");
 	if (S_ISREG(e->mode))
@@ -169,6 +173,104 @@ static void test_a_bound_and_the_callback_stop_the_walk(void)
 	free(buf);
 }
 
+/* A newc entry at BUF + *OFF, padded as cpio pads it. */
+static void newc(uint8_t *buf, size_t *off, const char *name, uint32_t mode, uint32_t ino,
+		 uint32_t nlink, const char *data)
+{
+	size_t size = data ? strlen(data) : 0, namesize = strlen(name) + 1;
+
+	*off += (size_t)sprintf((char *)buf + *off,
+				"070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X",
+				ino, mode, 0u, 0u, nlink, 1000000000u, size, 0u, 0u, 0u, 0u, namesize, 0u);
+	memcpy(buf + *off, name, namesize);
+	*off = (*off + namesize + 3) & ~(size_t)3;
+	memcpy(buf + *off, data ? data : "", size);
+	*off = (*off + size + 3) & ~(size_t)3;
+}
+
+static int open_dir(const char *name)
+{
+	int fd;
+
+	fixture_run("rm -rf %s && mkdir -p %s", fixture_path(name), fixture_path(name));
+	fd = open(fixture_path(name), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		exit(2);
+	return fd;
+}
+
+static void test_unpacked_as_the_kernel_makes_it(void)
+{
+	size_t len;
+	void *buf = image(EARLY "; " MAIN " | zstd -q", &len);
+	int dfd = open_dir("/root");
+	struct stat a, b, link;
+	char text[64] = "";
+
+	CHECK_INT(nmbl_initramfs_unpack(buf, len, 64 * MiB, dfd), 0);
+	CHECK_INT(fstatat(dfd, "etc/a", &a, 0), 0);
+	CHECK_INT(fstatat(dfd, "etc/b", &b, 0), 0);
+	CHECK_INT(a.st_ino == b.st_ino, 1);
+	CHECK_INT((int)a.st_nlink, 2);
+	CHECK_INT(fstatat(dfd, "etc/link", &link, AT_SYMLINK_NOFOLLOW), 0);
+	CHECK_INT(S_ISLNK(link.st_mode), 1);
+	CHECK_INT((int)readlinkat(dfd, "etc/link", text, sizeof(text) - 1), 5);
+	CHECK_STR(text, "hello");
+	fixture_run("cmp -s %s/tree/etc/hello %s/root/etc/hello && "
+		    "test -s %s/root/kernel/x86/microcode/GenuineIntel.bin",
+		    fixture_root(), fixture_root(), fixture_root());
+	/* Unpacked again, over itself, as a second initrd would be. */
+	CHECK_INT(nmbl_initramfs_unpack(buf, len, 64 * MiB, dfd), 0);
+	CHECK_INT(fstatat(dfd, "etc/b", &b, 0), 0);
+	CHECK_INT((int)b.st_size, 5);
+	close(dfd);
+	free(buf);
+}
+
+static void test_what_an_archive_names_stays_inside(void)
+{
+	static uint8_t buf[8192];
+	int dfd = open_dir("/root"), out;
+	struct stat st;
+	size_t off = 0;
+
+	fixture_run("rm -rf %s && mkdir -p %s", fixture_path("/outside"), fixture_path("/outside"));
+	newc(buf, &off, "../../escape", S_IFREG | 0644, 1, 1, "x");
+	newc(buf, &off, "up", S_IFLNK | 0777, 2, 1, "../../..");
+	newc(buf, &off, "up/escape-too", S_IFREG | 0644, 3, 1, "x");
+	newc(buf, &off, "abs", S_IFLNK | 0777, 4, 1, fixture_path("/outside"));
+	newc(buf, &off, "abs/escape", S_IFREG | 0644, 5, 1, "x");
+	newc(buf, &off, "proc", S_IFLNK | 0777, 6, 1, "/proc/self/cwd");
+	newc(buf, &off, "proc/escape", S_IFREG | 0644, 7, 1, "x");
+	/* A file over a link is the file, not the link's target. */
+	newc(buf, &off, "last", S_IFLNK | 0777, 8, 1, fixture_path("/outside/last"));
+	newc(buf, &off, "last", S_IFREG | 0600, 9, 1, "mine");
+	/* A hard link to a name of another archive is no link. */
+	newc(buf, &off, "etc", S_IFDIR | 0755, 10, 2, NULL);
+	newc(buf, &off, "etc/one", S_IFREG | 0644, 11, 2, "one");
+	newc(buf, &off, NMBL_CPIO_TRAILER, 0, 0, 1, NULL);
+	newc(buf, &off, "etc/two", S_IFREG | 0644, 11, 2, "two");
+	newc(buf, &off, "dev", S_IFDIR | 0755, 12, 2, NULL);
+	newc(buf, &off, "dev/console", S_IFCHR | 0600, 13, 1, NULL);
+	newc(buf, &off, NMBL_CPIO_TRAILER, 0, 0, 1, NULL);
+	CHECK_INT(nmbl_initramfs_unpack(buf, off, MiB, dfd), 0);
+	CHECK_INT(fstatat(dfd, "escape", &st, 0), 0);
+	CHECK_INT(fstatat(dfd, "escape-too", &st, 0), 0);
+	CHECK_INT(fstatat(dfd, "last", &st, AT_SYMLINK_NOFOLLOW), 0);
+	CHECK_INT(S_ISREG(st.st_mode) && st.st_size == 4 && (st.st_mode & 07777) == 0600, 1);
+	CHECK_INT(fstatat(dfd, "etc/two", &st, 0), 0);
+	CHECK_INT((int)st.st_nlink, 1);
+	CHECK_INT(fstatat(dfd, "dev/console", &st, 0), 0);
+	CHECK_INT(S_ISCHR(st.st_mode) && major(st.st_rdev) == 0, 1);
+	out = open(fixture_path("/outside"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK_INT(out >= 0, 1);
+	CHECK_INT(faccessat(out, "escape", F_OK, 0), -1);
+	CHECK_INT(faccessat(out, "last", F_OK, 0), -1);
+	CHECK_INT(access(fixture_path("/../escape"), F_OK), -1);
+	close(out);
+	close(dfd);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -176,6 +278,8 @@ int main(void)
 		test_several_compressed_streams_and_zero_padding,
 		test_what_the_kernel_refuses_is_refused,
 		test_a_bound_and_the_callback_stop_the_walk,
+		test_unpacked_as_the_kernel_makes_it,
+		test_what_an_archive_names_stays_inside,
 		NULL,
 	};
 
