@@ -27,7 +27,7 @@ OVMF_DIR ?= /usr/share/OVMF
 
 # Packages (Debian 12 names) that building and testing need.
 DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automake autopoint \
-	pkg-config python3 patch xz-utils libssl-dev libkmod-dev libblkid-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev zstd lz4 cpio kmod binutils openssl \
+	pkg-config python3 patch xz-utils libssl-dev libkmod-dev libblkid-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev liblzo2-dev zstd lz4 cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \

@@ -587,18 +587,17 @@ static int switch_root(struct nmbl_broker *b, const char *cmdline, bool *direct,
 		reply[0] = strdup("root");
 		return r;
 	}
-	if (r != -ENOPKG && r != -EPROTONOSUPPORT) {
+	if (r != -ENOPKG) {
 		(void)nmbl_unload(b->ctx);
 		reply[0] = strdup("initrd");
 		free(reply[1]);
 		reply[1] = strdup(initrd_error(r));
 		return r;
 	}
-	/* The entry's own kernel has the initrd's modules, or reads it. */
+	/* The entry's own kernel has the initrd's modules. */
 	*direct = false;
 	free(reply[1]);
-	reply[1] = strdup(r == -ENOPKG ? "its initrd holds no modules of the running kernel" :
-					 "its initrd is compressed in a way nmbl does not read");
+	reply[1] = strdup("its initrd holds no modules of the running kernel");
 	if (!reply[1])
 		return -ENOMEM;
 	kmsg(b->ctx, "<5>nmbl: booting %s by kexec: %s", b->kernel_name, reply[1]);

@@ -49,6 +49,13 @@ static const char itools_conf[] =
 	"\tcase $x in quiet) quiet=y ;; esac\n"
 	"done\n"
 	"export quiet\n";
+/* Under Secure Boot (or when nmbl cannot tell): its panic() restarts the
+ * machine 10 seconds after saying why, and opens no shell; the entry's
+ * own panic= may say another delay, and opens none either. */
+static const char itools_no_shell[] =
+	"# Secure Boot: no shell when the root cannot be set up; the machine\n"
+	"# restarts, and nmbl's menu comes back.\n"
+	"panic=10\n";
 
 /* NAME resolved inside the tree DFD, as its processes will resolve it. */
 static int open_in(int dfd, const char *name, uint64_t flags)
@@ -125,9 +132,9 @@ static int write_in(int dfd, const char *name, const char *text, mode_t mode)
 }
 
 /* initramfs-tools' /init: its conf/conf.d/ binds the line. */
-static int itools_cmdline(int dfd, const char *cmdline)
+static int itools_cmdline(int dfd, const char *cmdline, bool no_shell)
 {
-	_cleanup_free_ char *line = NULL;
+	_cleanup_free_ char *line = NULL, *conf_text = NULL;
 	_cleanup_close_ int conf = -1, confd = -1;
 	int r;
 
@@ -140,9 +147,11 @@ static int itools_cmdline(int dfd, const char *cmdline)
 	confd = open_in(dfd, "conf/conf.d", O_PATH | O_DIRECTORY);
 	if (confd < 0)
 		return confd;
+	if (asprintf(&conf_text, "%s%s", itools_conf, no_shell ? itools_no_shell : "") < 0)
+		return -ENOMEM;
 	r = write_in(conf, "nmbl-cmdline", line, 0444);
 	if (r == 0)
-		r = write_in(confd, "zz-nmbl", itools_conf, 0644);
+		r = write_in(confd, "zz-nmbl", conf_text, 0644);
 	return r;
 }
 
@@ -204,7 +213,7 @@ int nmbl_handover_cmdline(struct nmbl_ctx *ctx, const char *sysroot, const char 
 	if (exists_in(dfd, "scripts/functions", 0) && exists_in(dfd, "conf/initramfs.conf", 0)) {
 		nmbl_info(ctx, "initramfs-tools' /init reads the entry's command line from %s",
 			  ITOOLS_CONF);
-		return itools_cmdline(dfd, cmdline);
+		return itools_cmdline(dfd, cmdline, nmbl_get_secure_boot(ctx) != 0);
 	}
 	if (asprintf(&proc, "%s/proc", sysroot) < 0 ||
 	    asprintf(&proc_cmdline, "%s/proc/cmdline", sysroot) < 0)

@@ -8,8 +8,8 @@
  * uncompressed archive starts on a 4-byte boundary of the image.
  *
  * The decompressors are the compression libraries themselves (zlib,
- * liblzma, libzstd, libbz2, liblz4): each says exactly how much input its
- * stream took,
+ * liblzma, libzstd, libbz2, liblz4, liblzo2): each says exactly how much
+ * input its stream took (lzop's and lz4's framing is read here),
  * which is where the next archive starts; an archive library that reads
  * ahead cannot say that.  The cpio format here is only its 110-byte
  * header and two paddings.  No I/O: the entries go to a callback.
@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <lz4.h>
 #include <lzma.h>
+#include <lzo/lzo1x.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -388,7 +389,89 @@ static int unlz4(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_
 	return 0;
 }
 
-enum compression { NONE, GZIP, XZ, LZMA, ZSTD, BZIP2, LZ4, UNSUPPORTED };
+/*
+ * lzop's format as the kernel reads it (lib/decompress_unlzo.c): a header
+ * (its magic; versions and method; the level from version 0x0940 on; flags,
+ * and a filter's word when they say so; mode and time, the time's high
+ * half from 0x0940 on; a name; a checksum), then blocks: the size
+ * decompressed (0 ends the stream, at most 256 KiB), the size compressed
+ * (equal when stored), one checksum word, the bytes.  Checksums are not
+ * checked, as the kernel does not.
+ */
+#define LZOP_MAGIC_SIZE 9
+#define LZOP_HAS_FILTER 0x800u
+#define LZOP_BLOCK (256u << 10)
+
+static const uint8_t lzop_magic[LZOP_MAGIC_SIZE] = { 0x89, 'L', 'Z', 'O', 0x00, '\r', '\n', 0x1a,
+						     '\n' };
+
+static int lzop_header(const uint8_t *in, size_t len, size_t *used)
+{
+	size_t off = LZOP_MAGIC_SIZE;
+	uint16_t version;
+
+	if (len < off + 7 + 4 || memcmp(in, lzop_magic, off) != 0)
+		return -EBADMSG;
+	version = nmbl_be16(in + off);
+	off += 7 + (version >= 0x0940);
+	if (len - off < 4)
+		return -EBADMSG;
+	off += nmbl_be32(in + off) & LZOP_HAS_FILTER ? 8 : 4;
+	off += 8 + (version >= 0x0940 ? 4 : 0);
+	if (off >= len || len - off - 1 < (size_t)in[off] + 4)
+		return -EBADMSG;
+	*used = off + 1 + in[off] + 4;
+	return 0;
+}
+
+static int unlzop(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
+		  size_t *used)
+{
+	size_t off, cap = 0;
+	int r;
+
+	r = lzop_header(in, len, &off);
+	if (r < 0)
+		return r;
+	if (lzo_init() != LZO_E_OK)
+		return -ENOMEM;
+	for (;;) {
+		uint32_t dst, src;
+		lzo_uint n;
+
+		if (len - off < 4)
+			return -EBADMSG;
+		dst = nmbl_be32(in + off);
+		off += 4;
+		if (dst == 0)
+			break;
+		if (dst > LZOP_BLOCK || len - off < 8)
+			return -EBADMSG;
+		src = nmbl_be32(in + off);
+		off += 8;
+		if (src == 0 || src > dst || src > len - off)
+			return -EBADMSG;
+		if (dst > max - *size)
+			return -EFBIG;
+		while (cap - *size < dst) {
+			r = grow(out, &cap, cap, max);
+			if (r < 0)
+				return r;
+		}
+		n = dst;
+		if (src == dst)
+			memcpy(*out + *size, in + off, dst);
+		else if (lzo1x_decompress_safe(in + off, src, *out + *size, &n, NULL) != LZO_E_OK ||
+			 n != dst)
+			return -EBADMSG;
+		*size += dst;
+		off += src;
+	}
+	*used = off;
+	return 0;
+}
+
+enum compression { NONE, GZIP, XZ, LZMA, ZSTD, BZIP2, LZ4, LZOP };
 
 /* The kernel's magic numbers (lib/decompress.c). */
 static enum compression compression_of(const uint8_t *p, size_t len)
@@ -405,7 +488,7 @@ static enum compression compression_of(const uint8_t *p, size_t len)
 		{ { 0x28, 0xb5, 0x2f, 0xfd }, 4, ZSTD },
 		{ { 'B', 'Z', 'h' }, 3, BZIP2 },
 		{ { 0x02, 0x21, 0x4c, 0x18 }, 4, LZ4 },		/* legacy frames */
-		{ { 0x89, 'L', 'Z', 'O' }, 4, UNSUPPORTED },	/* lzop */
+		{ { 0x89, 'L' }, 2, LZOP },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(known); i++)
@@ -460,8 +543,9 @@ int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 		case LZ4:
 			r = unlz4(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
 			break;
-		case UNSUPPORTED:
-			return -EPROTONOSUPPORT;
+		case LZOP:
+			r = unlzop(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
+			break;
 		default:
 			return -EBADMSG; /* the kernel: "invalid magic at start of compressed archive" */
 		}

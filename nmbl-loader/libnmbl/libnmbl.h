@@ -321,9 +321,8 @@ int nmbl_choose_boot(struct nmbl_ctx *ctx, const char *kernel, const char *cmdli
  * kernel was accepted first, or the accepted one is not the running
  * kernel; -EBUSY: the root's device is still mounted (the new mount would
  * share that mount's options); for an initrd: -EBADMSG, it is malformed
- * or truncated, -EPROTONOSUPPORT, compressed in a way nmbl does not read,
- * -ENOPKG, it holds no modules of the running kernel (the entry's own
- * kernel, loaded by nmbl_load(), can boot it).  Every mount nmbl made is
+ * or truncated, -ENOPKG, it holds no modules of the running kernel (the
+ * entry's own kernel, loaded by nmbl_load(), can boot it).  Every mount nmbl made is
  * unmounted before the root is mounted.  On failure nothing is left
  * mounted.
  */

@@ -128,6 +128,17 @@ static inline uint64_t nmbl_le64(const unsigned char *p)
 	return nmbl_le32(p) | (uint64_t)nmbl_le32(p + 4) << 32;
 }
 
+/* Big-endian fields (TPM commands, lzop's headers). */
+static inline uint16_t nmbl_be16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t nmbl_be32(const unsigned char *p)
+{
+	return (uint32_t)nmbl_be16(p) << 16 | nmbl_be16(p + 2);
+}
+
 static inline void nmbl_put_le16(unsigned char *p, uint16_t v)
 {
 	p[0] = (unsigned char)v;
@@ -337,13 +348,12 @@ typedef int (*nmbl_cpio_entry_fn)(const struct nmbl_cpio_entry *e, void *userdat
 #define NMBL_CPIO_TRAILER "TRAILER!!!"
 
 /* Every entry of the initramfs IMAGE (LEN bytes: cpio archives, zero
- * bytes between, any compressed with gzip, xz, lzma, zstd, bzip2 or lz4's
- * legacy frames) to FN, in order, each archive's trailer too (NAME
- * NMBL_CPIO_TRAILER, all else 0), with no more than MAX_UNPACKED bytes
- * decompressed.  -EBADMSG for a malformed image, -EPROTONOSUPPORT for a
- * compression the kernel takes but nmbl does not (lzo), -EFBIG past MAX_UNPACKED or
- * for a stream whose decoder would need more than 128 MiB, or what FN
- * returned when negative. */
+ * bytes between, any compressed as the kernel takes it: gzip, xz, lzma,
+ * zstd, bzip2, lzop, lz4's legacy frames) to FN, in order, each archive's
+ * trailer too (NAME NMBL_CPIO_TRAILER, all else 0), with no more than
+ * MAX_UNPACKED bytes decompressed.  -EBADMSG for a malformed image, -EFBIG
+ * past MAX_UNPACKED or for a stream whose decoder would need more than
+ * 128 MiB, or what FN returned when negative. */
 int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 			nmbl_cpio_entry_fn fn, void *userdata);
 /* IMAGE unpacked into the directory DFD as the kernel unpacks an initramfs

@@ -90,16 +90,6 @@ static void put_be32(unsigned char *p, uint32_t v)
 	put_be16(p + 2, (uint16_t)v);
 }
 
-static uint16_t be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)be16(p) << 16 | be16(p + 2);
-}
-
 static const struct tpm_alg *tpm_alg(uint16_t id)
 {
 	for (size_t i = 0; i < ELEMENTSOF(tpm_algs); i++)
@@ -118,14 +108,14 @@ static int tpm_transmit(const struct nmbl_ctx *ctx, int fd, unsigned char *cmd,
 	uint32_t rc;
 
 	if (n < 0) {
-		nmbl_dbg(ctx, "TPM command 0x%x: %s", be32(cmd + 6), strerror((int)-n));
+		nmbl_dbg(ctx, "TPM command 0x%x: %s", nmbl_be32(cmd + 6), strerror((int)-n));
 		return -EBADE;
 	}
-	if (n < TPM_HEADER_SIZE || be32(resp + 2) != (uint32_t)n)
+	if (n < TPM_HEADER_SIZE || nmbl_be32(resp + 2) != (uint32_t)n)
 		return -EBADE;
-	rc = be32(resp + 6);
+	rc = nmbl_be32(resp + 6);
 	if (rc != 0) {
-		nmbl_dbg(ctx, "TPM command 0x%x: response code 0x%x", be32(cmd + 6), rc);
+		nmbl_dbg(ctx, "TPM command 0x%x: response code 0x%x", nmbl_be32(cmd + 6), rc);
 		return -EBADE;
 	}
 	*ret_len = (size_t)n;
@@ -139,9 +129,9 @@ int nmbl_tpm_parse_banks(const void *buf, size_t len, uint16_t *ret_algs, size_t
 	size_t off = TPM_HEADER_SIZE + 1, count, n = 0;
 
 	/* The header, moreData, capability, then a TPML_PCR_SELECTION. */
-	if (len < off + 8 || be32(resp + TPM_HEADER_SIZE + 1) != TPM_CAP_PCRS)
+	if (len < off + 8 || nmbl_be32(resp + TPM_HEADER_SIZE + 1) != TPM_CAP_PCRS)
 		return -EBADMSG;
-	count = be32(resp + off + 4);
+	count = nmbl_be32(resp + off + 4);
 	off += 8;
 	for (size_t i = 0; i < count; i++) {
 		bool allocated = false;
@@ -150,7 +140,7 @@ int nmbl_tpm_parse_banks(const void *buf, size_t len, uint16_t *ret_algs, size_t
 
 		if (len - off < 3)
 			return -EBADMSG;
-		id = be16(resp + off);
+		id = nmbl_be16(resp + off);
 		size = resp[off + 2];
 		off += 3;
 		if (len - off < size)

@@ -72,6 +72,9 @@
 #define PRE_MENU_DIR "/usr/lib/nmbl/pre-menu.d"
 #define RUN_DIR "/run/nmbl"
 #define DEVICE_MAP RUN_DIR "/device.map"
+/* Where GRUB's EFI image would have been started from, for the menu's
+ * $cmdpath. */
+#define CMDPATH_ENV "NMBL_GRUB_CMDPATH"
 #define SHELL "/bin/sh"
 /* Where efivarfs shows the firmware's variables. */
 #define EFIVARS "/sys/firmware/efi/efivars"
@@ -744,9 +747,9 @@ static int run_menu(struct nmbl_ctx *ctx, struct nmbl_broker **ret_broker)
 		snprintf(root, sizeof(root), "--root=hd%d,%s", hd, part);
 		snprintf(dir, sizeof(dir), "--directory=%s", grub_dir);
 		snprintf(cmdpath, sizeof(cmdpath), "(hd%d,%s)%s", hd, part, grub_dir);
-		setenv("NMBL_GRUB_CMDPATH", cmdpath, 1);
+		setenv(CMDPATH_ENV, cmdpath, 1);
 	} else {
-		unsetenv("NMBL_GRUB_CMDPATH");
+		unsetenv(CMDPATH_ENV);
 	}
 	if (menu_locked_down(ctx))
 		argv[ELEMENTSOF(argv) - 2] = "--lockdown";
@@ -846,6 +849,9 @@ static void switch_root(struct nmbl_ctx *ctx)
 		say("cannot switch root to " NMBL_SYSROOT ": %m");
 		return;
 	}
+	/* The environment the kernel gave, without what nmbl set for the
+	 * menu. */
+	(void)unsetenv(CMDPATH_ENV);
 	execl(init, init, (char *)NULL);
 	say("cannot start %s: %m", init);
 }

@@ -401,7 +401,7 @@ static void test_a_stack_boots_through_the_entry_initrd(void)
 {
 	const char *line = "BOOT_IMAGE=/vmlinuz root=/dev/mapper/vg-root ro rd.lvm.lv=vg/root "
 			   "console=tty0 console=ttyS0,115200 quiet";
-	char why[512], text[512];
+	char why[512], text[1024];
 	bool initrd = false;
 
 	/* dracut's: proc mounted in its root, the entry's line on it. */
@@ -451,6 +451,8 @@ static void test_a_stack_boots_through_the_entry_initrd(void)
 	CHECK_STR(text, "root=/dev/mapper/vg-root ro console=tty0 console=ttyS0,115200");
 	CHECK(nmbl_read_small(ctx, "/sysroot/conf/conf.d/zz-nmbl", text, sizeof(text)) > 0);
 	CHECK(strstr(text, "mount -n -o bind /conf/nmbl-cmdline /proc/cmdline\n"));
+	/* Secure Boot unknown here: as if on, its panic() opens no shell. */
+	CHECK(strstr(text, "\npanic=10"));
 	remove(fixture_path("/dev/vdb"));
 	(void)nmbl_switch_root_undo(ctx);
 }

@@ -93,7 +93,8 @@ static int walk(const char *cmd, struct seen *s)
 static void test_early_microcode_then_the_main_archive_each_compression(void)
 {
 	static const char *const compress[] = { "gzip -9", "xz --check=crc32", "xz --format=lzma",
-						 "zstd -q -19", "bzip2", "lz4 -l -q", "cat" };
+						 "zstd -q -19", "bzip2", "lz4 -l -q", "lzop -q",
+						 "lzop -q -9", "cat" };
 	struct seen s;
 
 	for (size_t i = 0; i < ELEMENTSOF(compress); i++) {
@@ -151,8 +152,9 @@ static void test_what_the_kernel_refuses_is_refused(void)
 	CHECK_INT(walk("{ " MAIN "; printf 'junk'; } | gzip", &s), -EBADMSG);
 	CHECK_INT(walk(MAIN " | bzip2 | head -c 100", &s), -EBADMSG);
 	CHECK_INT(walk(MAIN " | lz4 -l -q | head -c 100", &s), -EBADMSG);
-	/* A compression the kernel may take and nmbl does not. */
-	CHECK_INT(walk(MAIN " | lzop", &s), -EPROTONOSUPPORT);
+	CHECK_INT(walk(MAIN " | lzop -q | head -c 100", &s), -EBADMSG);
+	/* 0x89 'L' is lzop to the kernel: the rest of its magic must follow. */
+	CHECK_INT(walk("printf '\\211LZX\\000\\r\\n\\032\\n0123456789abcdef'", &s), -EBADMSG);
 }
 
 static int refuse_links(const struct nmbl_cpio_entry *e, void *userdata)
