@@ -75,7 +75,7 @@ check-inputs: all $(UNIT_TESTS) $(TEST_FIXTURES) $(SYSTEM_FIXTURES) grub-suite-i
 # with 5, one slow spell of the machine moved a median by a tenth.
 BENCH_RUNS ?= 7
 bench: deps
-	$(MAKE) all $(TEST_FIXTURES)
+	$(MAKE) all $(TEST_FIXTURES) $(SYSTEM_FIXTURES)
 	test/bench/bench.py --build $(BUILD) --runs $(BENCH_RUNS)
 
 demo: deps

@@ -226,9 +226,20 @@ SYSTEM_DEPS = $(BUILD)/nmbl $(BUILD)/libnmbl.so.1 $(BUILD)/grub-emu $(BUILD)/nmb
 	$(BUILD)/nmbl-console $(BUILD)/nmbl.efi $(BUILD)/kernel-other/kver $(T)/vmlinuz-test \
 	$(SIGN_KEY) $(SIGN_CERT) test/vm/mkdisk.py test/vm/vm.py nmbl-loader/tools/systemd/nmbl-bless.service \
 	$(filter-out %.py %.md,$(wildcard test/system/*))
+# mkimage into the target's folder with options $(1), nmbl installed there
+# as its package installs it.
+define MKIMAGE
+	rm -rf $(@D)/nmbl-tree
+	$(MAKE) install install-uki DESTDIR=$(abspath $(@D)/nmbl-tree)
+	test/system/mkimage $(1) --build $(BUILD) --nmbl-tree $(@D)/nmbl-tree --out $(@D)
+	rm -rf $(@D)/nmbl-tree
+endef
 $(SYSTEM)/machine.json: $(SYSTEM_DEPS)
-	rm -rf $(SYSTEM)/nmbl-tree
-	$(MAKE) install install-uki DESTDIR=$(abspath $(SYSTEM)/nmbl-tree)
-	test/system/mkimage --build $(BUILD) --nmbl-tree $(SYSTEM)/nmbl-tree --out $(SYSTEM)
-	rm -rf $(SYSTEM)/nmbl-tree
-SYSTEM_FIXTURES = $(SYSTEM)/machine.json
+	$(call MKIMAGE)
+# The same system as Debian's installer lays it out for "Guided - use
+# entire disk and set up encrypted LVM": /boot, and root and swap on LVM
+# in LUKS.  Its own base system, built once per cache too.
+STACKED = $(BUILD)/stacked
+$(STACKED)/machine.json: $(SYSTEM_DEPS)
+	$(call MKIMAGE,--layout encrypted-lvm)
+SYSTEM_FIXTURES = $(SYSTEM)/machine.json $(STACKED)/machine.json

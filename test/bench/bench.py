@@ -25,6 +25,23 @@ fair, except in nmbl-direct-sb.
   nmbl-direct     firmware -> nmbl UKI -> menu -> switch root
   nmbl-direct-sb  the same under Secure Boot
 
+And on the real Debian machines of test/system, each started from the
+removable path (\EFI\BOOT\BOOTX64.EFI) with Secure Boot off, Debian's own
+grub.cfg and its 5-second countdown alike for all, from power-on to the
+machine's line at multi-user.target (the LUKS passphrase typed as soon as
+it is asked):
+
+  debian-grub         Debian's signed GRUB (grub-install's grubx64.efi)
+                      -> kernel + Debian's initrd, plain ext4 root
+  debian-nmbl-direct  nmbl's UKI -> menu -> switch root, the same machine
+  lvm-grub            Debian's GRUB, "guided, encrypted LVM": LUKS2 holding
+                      LVM, root and swap in it (mkimage --layout encrypted-lvm)
+  lvm-nmbl-direct     nmbl's UKI -> menu -> the entry's own initrd on nmbl's
+                      kernel (one kernel start), the same machine
+  lvm-nmbl-kexec      nmbl's UKI (nmbl.boot=kexec) -> menu -> kexec
+
+Their ratios are to GRUB on the same machine (debian-grub, lvm-grub).
+
 QEMU's translated-code cache is kept small (--tb-size, 32 MiB), so that
 QEMU drops its translations now and then.  With its default (1 GiB), the
 code a first system ran stays translated across a kexec, and every store
@@ -50,12 +67,16 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "boot"))
+sys.path.insert(0, os.path.join(HERE, "..", "system"))
 
 import fixture  # noqa: E402
+import machine  # noqa: E402
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,  # noqa: E402
                      TARGET_UP, VM, build_path)
 
@@ -81,6 +102,21 @@ VARIANTS = {
     "nmbl-direct": dict(efi="nmbl.efi", initrd=NMBL_INITRD, secure_boot=False, nmbl="direct"),
     "nmbl-direct-sb": dict(efi="nmbl.efi", initrd=NMBL_INITRD, secure_boot=True, nmbl="direct"),
 }
+# On a machine of test/system: MACHINE's disk, EFI the program started
+# (DEBIAN_GRUB: the one grub-install put on the machine's ESP), BASE the
+# variant the ratios are to.
+DEBIAN_GRUB = "::/EFI/debian/grubx64.efi"
+MACHINE_VARIANTS = {
+    "debian-grub": dict(machine="system", efi=DEBIAN_GRUB, nmbl=None, base="debian-grub"),
+    "debian-nmbl-direct": dict(machine="system", efi="nmbl.efi", nmbl="direct",
+                               base="debian-grub"),
+    "lvm-grub": dict(machine="stacked", efi=DEBIAN_GRUB, nmbl=None, base="lvm-grub"),
+    "lvm-nmbl-direct": dict(machine="stacked", efi="nmbl.efi", nmbl="direct", base="lvm-grub"),
+    "lvm-nmbl-kexec": dict(machine="stacked", efi="test/nmbl-kexec.efi", nmbl="kexec",
+                           base="lvm-grub"),
+}
+ALL_VARIANTS = {**VARIANTS, **MACHINE_VARIANTS}
+PASSPHRASE_PROMPT = r"Please unlock disk \S+: "
 
 
 def grub_cfg():
@@ -98,6 +134,72 @@ def disk(name, efi):
     files = {"vmlinuz": build_path("test", "vmlinuz-test"),
              "initrd.img": build_path("test", "target-initrd-dracut.img")}
     return fixture.make_disk(f"bench-{name}", grub_cfg(), files, uki=efi)
+
+
+def machine_disk(name, variant):
+    """A copy of the machine's disk whose ESP starts VARIANT's program from
+    the removable path, as firmware with no boot entries does (mtools: no
+    mount)."""
+    m = machine.info(variant["machine"])
+    esp = next(p for p in m["layout"]["partitions"] if p["role"] == "esp")
+    image = build_path("bench", f"{name}.img")
+    subprocess.run(["cp", "--sparse=always", build_path(variant["machine"], "disk.img"), image],
+                   check=True)
+    fat = f"{image}@@{esp['start']}"
+    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        program = variant["efi"]
+        if program.startswith("::"):
+            subprocess.run(["mcopy", "-n", "-i", fat, program, f"{tmp}/program.efi"], check=True,
+                           env=env, stdin=subprocess.DEVNULL)
+            program = f"{tmp}/program.efi"
+        else:
+            program = build_path(program)
+        subprocess.run(["mmd", "-D", "s", "-i", fat, "::/EFI/BOOT"], env=env,
+                       stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(["mcopy", "-o", "-i", fat, program, "::/EFI/BOOT/BOOTX64.EFI"],
+                       check=True, env=env, stdin=subprocess.DEVNULL)
+    return image
+
+
+def run_machine_once(name, variant, image, index, tb_size=None):
+    """One start of a real machine, power-on to multi-user.target."""
+    log = build_path("bench", f"{name}-{index}.log")
+    m = machine.info(variant["machine"])
+    r = {}
+    with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size) as vm:
+        if variant["nmbl"]:
+            startup = vm.wait_for(NMBL_STARTUP, timeout=BOOT_TIMEOUT)
+            r["menu_wall"] = vm.elapsed()
+            r["kernel"] = float(startup.group(1))
+            r["userspace"] = float(startup.group(2))
+            r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
+        if "passphrase" in m:
+            vm.wait_for(PASSPHRASE_PROMPT, timeout=machine.BOOT_TIMEOUT, clean=True)
+            vm.send_raw(m["passphrase"] + "\r")
+        up = vm.wait_for(machine.SYSTEM_UP, timeout=machine.BOOT_TIMEOUT)
+        r["target"] = vm.elapsed()
+        log_text = vm.clean_log()
+    root = m["layout"].get("root_device") or f"UUID={machine.root_uuid()}"
+    want = (f"BOOT_IMAGE=/boot/vmlinuz-{m['kernel']} " if variant["machine"] == "system" else
+            f"BOOT_IMAGE=/vmlinuz-{m['kernel']} ") + \
+        f"root={root} ro console=tty0 console=ttyS0,115200 quiet"
+    if up.group(1) != m["kernel"] or up.group(3).strip() != want:
+        raise SystemExit(f"bench: {name} run {index}: booted {up.group(1)} with "
+                         f"{up.group(3)!r} (see {log})")
+    if variant["nmbl"]:
+        kexec = "Booting by kexec" in log_text
+        if kexec != (variant["nmbl"] == "kexec"):
+            raise SystemExit(f"bench: {name} run {index} booted "
+                             f"{'by kexec' if kexec else 'directly'} (see {log})")
+        r["breakdown"] = {
+            "firmware to stub": r["menu_wall"] - r["kernel"] - r["userspace"],
+            "kernel to init": r["kernel"],
+            "init to menu": r["userspace"],
+            "menu to multi-user": r["target"] - r["menu_wall"],
+        }
+        r["menu"] = r["kernel"] + r["userspace"]
+    return r
 
 
 def run_once(name, variant, image, index, tb_size=None):
@@ -156,6 +258,8 @@ def unpacked_size(path):
 def sizes(names):
     out = {}
     for n in names:
+        if n in MACHINE_VARIANTS:
+            continue
         v = VARIANTS[n]
         efi = build_path(v["efi"])
         initrd = build_path(v["initrd"])
@@ -170,20 +274,22 @@ def mib(n):
 
 
 def report(names, results, size):
-    base = results["grub"]["target"]["median"] if "grub" in results else None
-    print(f"\n{'variant':<15} {'to target, s':>22} {'vs grub':>8} {'paired':>7} "
+    print(f"\n{'variant':<19} {'to target, s':>22} {'vs grub':>8} {'paired':>7} "
           f"{'menu, s':>8} {'EFI MiB':>8} {'initramfs MiB':>15} {'used MiB':>9}")
     for n in names:
-        r, s = results[n], size[n]
+        r, s = results[n], size.get(n)
         t = r["target"]
-        ratio = f"{t['median'] / base:.2f}" if base else "-"
+        base = ALL_VARIANTS[n].get("base", "grub")
+        ratio = f"{t['median'] / results[base]['target']['median']:.2f}" \
+            if base in results else "-"
         paired = f"{r['vs_grub_paired']['median']:.2f}" if "vs_grub_paired" in r else "-"
         menu = f"{r['menu']['median']:.1f}" if "menu" in r else "-"
         mem = f"{r['memory_kib']['median'] / 1024:.0f}" if "memory_kib" in r else "-"
-        print(f"{n:<15} {t['median']:>7.1f} ({t['min']:.1f}-{t['max']:.1f}) {ratio:>8} "
-              f"{paired:>7} {menu:>8} {mib(s['efi_bytes']):>8} "
-              f"{mib(s['initramfs_bytes']) + '/' + mib(s['initramfs_unpacked_bytes']):>15} "
-              f"{mem:>9}")
+        efi = mib(s["efi_bytes"]) if s else "-"
+        initramfs = (mib(s['initramfs_bytes']) + '/' + mib(s['initramfs_unpacked_bytes'])
+                     if s else "-")
+        print(f"{n:<19} {t['median']:>7.1f} ({t['min']:.1f}-{t['max']:.1f}) {ratio:>8} "
+              f"{paired:>7} {menu:>8} {efi:>8} {initramfs:>15} {mem:>9}")
     for n in names:
         if "breakdown" not in results[n]:
             continue
@@ -196,7 +302,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.environ.get("NMBL_BUILD", "build"))
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--variant", action="append", choices=list(VARIANTS))
+    ap.add_argument("--variant", action="append", choices=list(ALL_VARIANTS))
     ap.add_argument("--tb-size", type=int, default=32, metavar="MIB",
                     help="QEMU's translated-code cache (default %(default)s; 0: QEMU's own)")
     ap.add_argument("--seed", type=int, default=1,
@@ -205,19 +311,26 @@ def main():
     args = ap.parse_args()
     fixture.BUILD = args.build
     tb_size = args.tb_size or None
-    names = args.variant or list(VARIANTS)
+    names = args.variant or list(ALL_VARIANTS)
     os.makedirs(build_path("bench"), exist_ok=True)
     # Variants with the same program on the ESP share one image.
     by_efi = {}
+    images = {}
     for n in names:
+        if n in MACHINE_VARIANTS:
+            images[n] = machine_disk(n, MACHINE_VARIANTS[n])
+            continue
         efi = VARIANTS[n]["efi"]
         if efi not in by_efi:
             by_efi[efi] = disk(n, efi)
-    images = {n: by_efi[VARIANTS[n]["efi"]] for n in names}
+        images[n] = by_efi[efi]
     runs = {n: [] for n in names}
     for index in range(args.runs):
         for n in random.Random(args.seed * 1000 + index).sample(names, len(names)):
-            r = run_once(n, VARIANTS[n], images[n], index, tb_size)
+            if n in MACHINE_VARIANTS:
+                r = run_machine_once(n, MACHINE_VARIANTS[n], images[n], index, tb_size)
+            else:
+                r = run_once(n, VARIANTS[n], images[n], index, tb_size)
             runs[n].append(r)
             print(f"bench: run {index + 1}/{args.runs} {n}: target {r['target']:.1f} s",
                   flush=True)
@@ -226,9 +339,10 @@ def main():
         rs = runs[n]
         results[n] = {k: summary([r[k] for r in rs])
                       for k in ("target", "menu", "memory_kib", "target_uptime") if k in rs[0]}
-        if "grub" in runs:
+        base = ALL_VARIANTS[n].get("base", "grub")
+        if base in runs:
             results[n]["vs_grub_paired"] = summary(
-                [r["target"] / g["target"] for r, g in zip(rs, runs["grub"])])
+                [r["target"] / g["target"] for r, g in zip(rs, runs[base])])
         if "breakdown" in rs[0]:
             results[n]["breakdown"] = {k: summary([r["breakdown"][k] for r in rs])
                                        for k in rs[0]["breakdown"]}
@@ -240,6 +354,9 @@ def main():
     with open(out, "w") as f:
         json.dump({"runs": args.runs, "seed": args.seed, "tb_size_mib": tb_size,
                    "variants": results, "sizes": size}, f, indent=1)
+    for n in names:
+        if n in MACHINE_VARIANTS:
+            os.unlink(images[n])
     print(f"\n{out}")
 
 

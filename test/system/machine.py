@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The real-system test machine (made by test/system/mkimage): a copy of it
-to boot, and its serial console as a user at a root shell sees it."""
+"""The real-system test machines (made by test/system/mkimage: "system",
+and "stacked", its encrypted-LVM layout): a copy of one to boot, and its
+serial console as a user at a root shell sees it."""
 
 import functools
 import json
@@ -19,8 +20,6 @@ from fixture import VM, build_path  # noqa: E402
 # For the tests, which take the menu's marker from here.
 MENU_READY = fixture.MENU_READY
 
-SYSTEM = build_path("system")
-
 # The line nmbl-test-report.service prints once multi-user.target is reached.
 SYSTEM_UP = r"NMBL-SYSTEM-UP release=(\S+) multi-user=(\S+) cmdline=([^\r\n]*)\r?\n"
 PROMPT = "root@nmbl-debian:~# "
@@ -30,9 +29,9 @@ BOOT_TIMEOUT = fixture.vm.SYSTEM_TIMEOUT
 
 
 @functools.cache
-def info():
-    """What mkimage recorded: layout, kernels, packages."""
-    with open(os.path.join(SYSTEM, "machine.json")) as f:
+def info(machine="system"):
+    """What mkimage recorded of MACHINE: layout, kernels, packages."""
+    with open(build_path(machine, "machine.json")) as f:
         return json.load(f)
 
 
@@ -48,20 +47,20 @@ def expected_cmdline(kver):
 
 
 class Machine:
-    """One machine made from the image: a qcow2 overlay over it (the image
-    stays as mkimage left it) and a copy of its EFI variable store, both
-    kept from one boot to the next."""
+    """One machine made from the image of MACHINE: a qcow2 overlay over it
+    (the image stays as mkimage left it) and a copy of its EFI variable
+    store, both kept from one boot to the next."""
 
-    def __init__(self, name):
+    def __init__(self, name, machine="system"):
         self.dir = build_path("test", name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
         self.disk = os.path.join(self.dir, "disk.qcow2")
         subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
-                        os.path.abspath(os.path.join(SYSTEM, "disk.img")), "-F", "raw",
+                        os.path.abspath(build_path(machine, "disk.img")), "-F", "raw",
                         self.disk], check=True)
         self.vars_file = os.path.join(self.dir, "vars.fd")
-        shutil.copyfile(os.path.join(SYSTEM, "vars.fd"), self.vars_file)
+        shutil.copyfile(build_path(machine, "vars.fd"), self.vars_file)
 
     def vm(self, name, **kw):
         return VM(self.disk, disk_format="qcow2", vars_file=self.vars_file,

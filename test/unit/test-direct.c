@@ -450,7 +450,8 @@ static void test_a_stack_boots_through_the_entry_initrd(void)
 	CHECK(nmbl_read_small(ctx, "/sysroot/conf/nmbl-cmdline", text, sizeof(text)) > 0);
 	CHECK_STR(text, "root=/dev/mapper/vg-root ro console=tty0 console=ttyS0,115200");
 	CHECK(nmbl_read_small(ctx, "/sysroot/conf/conf.d/zz-nmbl", text, sizeof(text)) > 0);
-	CHECK(strstr(text, "mount -n -o bind /conf/nmbl-cmdline /proc/cmdline\n"));
+	CHECK(strstr(text, "mount -n -o bind /conf/nmbl-cmdline /proc/cmdline &&\n"
+			   "\tmount -n -o remount,bind,ro /proc/cmdline\n"));
 	/* Secure Boot unknown here: as if on, its panic() opens no shell. */
 	CHECK(strstr(text, "\npanic=10"));
 	remove(fixture_path("/dev/vdb"));

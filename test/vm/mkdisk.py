@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Build a raw disk image (GPT, or MBR) from directory trees, without mounting anything.
 
-Partition 1 is the ESP (vfat), then an optional /boot (ext4), then an optional
-root (ext4, or btrfs); a disk without an ESP starts with /boot. Each file system is made in a file of its own
+Partition 1 is the ESP (vfat), then an optional /boot (ext4, or ext2), then an
+optional root (ext4, or btrfs), then an optional partition left empty; a disk
+without an ESP starts with /boot. Each file system is made in a file of its own
 (mkfs.vfat + mcopy, mke2fs -d, mkfs.btrfs --rootdir) and copied into the
 image at its 1 MiB aligned offset.
 
@@ -94,13 +95,13 @@ def make_vfat(path, size, tree, volid, label, start_lba):
             stdin=subprocess.DEVNULL)  # never hang on mcopy's name-clash prompt
 
 
-def make_ext4(path, size, tree, fs_uuid, label):
+def make_extfs(path, size, tree, fs_uuid, label, fstype="ext4"):
     with open(path, "wb") as f:
         f.truncate(size)
     # -m 0: no blocks reserved for root, so the headroom is really free.
     # -i 4096: one inode per 4 KiB, since tree_bytes() counts >= 4 KiB per
     # entry this can never run out of inodes before running out of blocks.
-    cmd = ["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-m", "0",
+    cmd = ["mke2fs", "-q", "-F", "-t", fstype, "-b", "4096", "-m", "0",
            "-i", "4096", "-E", "root_owner=0:0", "-U", fs_uuid, "-d", tree]
     if label:
         cmd += ["-L", label]
@@ -136,11 +137,11 @@ def make_btrfs(path, size, tree, fs_uuid, label, subvol=None):
             run(["umount", mnt])
 
 
-def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
-          esp_size=None, boot_size=None, root_size=None,
+def build(out, esp, boot=None, root=None, *, root_fstype="ext4", boot_fstype="ext4",
+          esp_size=None, boot_size=None, root_size=None, empty_size=None,
           esp_label=None, boot_label=None, root_label=None,
           esp_volid=None, boot_uuid=None, root_uuid=None,
-          esp_partuuid=None, boot_partuuid=None, root_partuuid=None,
+          esp_partuuid=None, boot_partuuid=None, root_partuuid=None, empty_partuuid=None,
           disk_guid=None, root_subvol=None, table="gpt"):
     """Write the image OUT and return its layout as a dict (see README.md).
 
@@ -150,16 +151,21 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
 
     Sizes are in MiB (None: computed from the tree). UUIDs, the vfat volume
     id ("ABCD-1234" or "abcd1234") and the disk GUID are random unless given.
-    ROOT_FSTYPE is ext4 or btrfs.  Without ROOT_SUBVOL a btrfs holds the
-    tree at its top (subvolume paths in it are plain directories, which GRUB
-    and Linux read alike); with it, the tree is that subvolume (see
-    make_btrfs).
+    BOOT_FSTYPE is ext4 or ext2 (what Debian's installer gives a /boot of
+    its own); ROOT_FSTYPE is ext4 or btrfs.  Without ROOT_SUBVOL a btrfs
+    holds the tree at its top (subvolume paths in it are plain directories,
+    which GRUB and Linux read alike); with it, the tree is that subvolume
+    (see make_btrfs).  EMPTY_SIZE: a last partition of that many MiB with
+    no file system (role "empty", fstype and uuid None), for what is made
+    inside the machine, as an installer makes it: LUKS, LVM.
     """
     if root_fstype not in ("ext4", "btrfs"):
         raise ValueError(f"root file system must be ext4 or btrfs: {root_fstype}")
+    if boot_fstype not in ("ext4", "ext2"):
+        raise ValueError(f"/boot file system must be ext4 or ext2: {boot_fstype}")
     if table not in ("gpt", "mbr"):
         raise ValueError(f"partition table must be gpt or mbr: {table}")
-    if table == "mbr" and any((esp_partuuid, boot_partuuid, root_partuuid)):
+    if table == "mbr" and any((esp_partuuid, boot_partuuid, root_partuuid, empty_partuuid)):
         raise ValueError("an MBR partition's UUID is the disk id and its number: give disk_guid")
     parts = []
     if esp is not None:
@@ -167,17 +173,20 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
                           label=esp_label, uuid=esp_volid, partuuid=esp_partuuid,
                           type=TYPE_ESP, name="ESP"))
     if boot is not None:
-        parts.append(dict(role="boot", fstype="ext4", tree=boot, mib=boot_size,
+        parts.append(dict(role="boot", fstype=boot_fstype, tree=boot, mib=boot_size,
                           label=boot_label, uuid=boot_uuid, partuuid=boot_partuuid,
                           type=TYPE_LINUX, name="boot"))
     if root is not None:
         parts.append(dict(role="root", fstype=root_fstype, tree=root, mib=root_size,
                           label=root_label, uuid=root_uuid, partuuid=root_partuuid,
                           type=TYPE_LINUX, name="root", subvol=root_subvol))
+    if empty_size is not None:
+        parts.append(dict(role="empty", fstype=None, tree=None, mib=empty_size, label=None,
+                          uuid=None, partuuid=empty_partuuid, type=TYPE_LINUX, name=None))
 
     offset = ALIGN
     for number, p in enumerate(parts, 1):
-        if not os.path.isdir(p["tree"]):
+        if p["fstype"] is not None and not os.path.isdir(p["tree"]):
             raise FileNotFoundError(f"{p['role']} tree is not a directory: {p['tree']}")
         if p["mib"] is None:
             p["mib"] = default_mib(p["tree"], 0.1 if p["fstype"] == "vfat" else 0.25)
@@ -195,7 +204,7 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
                 raise ValueError(f"ESP volume id must be 8 hex digits: {p['uuid']}")
             p["volid"] = volid
             p["uuid"] = volid[:4] + "-" + volid[4:]  # as blkid and GRUB print it
-        else:
+        elif p["fstype"] is not None:
             p["uuid"] = _uuid(p["uuid"], f"{p['role']} file system UUID")
     # Room after the last partition for the backup GPT (33 sectors).
     image_size = offset + ALIGN
@@ -214,8 +223,8 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4",
                   f"sector-size: {SECTOR}", ""]
         for p in parts:
             script.append(f"{p['number']} : start={p['start'] // SECTOR}, "
-                          f"size={p['size'] // SECTOR}, type={p['type']}, "
-                          f"uuid={p['partuuid']}, name=\"{p['name']}\"")
+                          f"size={p['size'] // SECTOR}, type={p['type']}, uuid={p['partuuid']}"
+                          + (f", name=\"{p['name']}\"" if p["name"] else ""))
 
     try:
         _write(out, parts, image_size, script)
@@ -245,6 +254,8 @@ def _write(out, parts, image_size, script):
         run(["sfdisk", "--quiet", "--no-reread", "--no-tell-kernel", out],
             input="\n".join(script) + "\n", text=True)
         for p in parts:
+            if p["fstype"] is None:
+                continue  # the zeros of the sparse image
             fs = os.path.join(tmp, p["role"] + ".img")
             if p["fstype"] == "vfat":
                 make_vfat(fs, p["size"], p["tree"], p["volid"], p["label"],
@@ -252,7 +263,7 @@ def _write(out, parts, image_size, script):
             elif p["fstype"] == "btrfs":
                 make_btrfs(fs, p["size"], p["tree"], p["uuid"], p["label"], p.get("subvol"))
             else:
-                make_ext4(fs, p["size"], p["tree"], p["uuid"], p["label"])
+                make_extfs(fs, p["size"], p["tree"], p["uuid"], p["label"], p["fstype"])
             # conv=sparse keeps the image sparse where the file system is empty.
             run(["dd", f"if={fs}", f"of={out}", "bs=1M", f"seek={p['start'] // MiB}",
                  "conv=notrunc,sparse", "status=none"])
