@@ -249,18 +249,25 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 		return -ENOMEM;
 	handover = ctx->handover != NULL;
 
-	/* The root is mounted as the entry says, on a superblock of its own:
-	 * none of nmbl's read-only mounts (its /boot may be the root's own
-	 * file system) may be left for it to share.  They are mounted again
-	 * if the menu comes back. */
-	r = nmbl_umount_all(ctx);
-	if (r < 0)
-		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
 	*p = (struct nmbl_prepared_root){ 0 };
-	if (handover)
+	if (handover) {
+		/* Unpacked from what nmbl_measure_initrd() holds: unmeasured,
+		 * the files themselves, on nmbl's mounts, which they keep
+		 * busy until let go.  Held on only for a kexec of the kernel
+		 * they are for. */
 		r = nmbl_handover_prepare(ctx, entry, sysroot, p->init, sizeof(p->init));
-	else
+		if (r != -ENOPKG)
+			nmbl_held_initrds_clear(ctx);
+	} else {
+		/* The root is mounted as the entry says, on a superblock of
+		 * its own: none of nmbl's read-only mounts (its /boot may be
+		 * the root's own file system) may be left for it to share.
+		 * They are mounted again if the menu comes back. */
+		r = nmbl_umount_all(ctx);
+		if (r < 0)
+			nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));
 		r = prepare_root(ctx, entry, sysroot, p->init, sizeof(p->init));
+	}
 	if (r < 0)
 		return r;
 	/* The last thing nmbl measures, just before nothing can stop the
@@ -284,10 +291,8 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 		nmbl_notice(ctx, "cannot set the panic timeout: %s", strerror(-r));
 
 	/* Nothing of nmbl goes along: no loaded kernel, none of its mounts,
-	 * no initrd held, no watchdog running (the menu may have been
-	 * skipped). */
+	 * no watchdog running (the menu may have been skipped). */
 	(void)nmbl_unload(ctx);
-	nmbl_held_initrds_clear(ctx);
 	r = nmbl_umount_all(ctx);
 	if (r < 0)
 		nmbl_notice(ctx, "could not unmount everything: %s", strerror(-r));

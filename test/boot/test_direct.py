@@ -44,6 +44,12 @@ ENTRIES = [
     # lacks: the running kernel, but one a kexec would refuse.
     ("3", "Untrusted copy", "vmlinuz-debian", "initrd.img-test",
      f"root=UUID={ROOT_UUID} ro {CONSOLES} nmbl.entry=untrusted"),
+    # A root its initrd sets up (rd.lvm.lv=): nmbl boots through that
+    # initrd, which must be whole, and for the running kernel.
+    ("2", "Stacked, initrd cut short", "vmlinuz-test", "initrd.img-cut",
+     f"root=UUID={ROOT_UUID} ro {CONSOLES} rd.lvm.lv=vg/root nmbl.entry=cut"),
+    ("1", "Stacked, initrd of no kernel", "vmlinuz-test", "initrd.img-test",
+     f"root=UUID={ROOT_UUID} ro {CONSOLES} rd.lvm.lv=vg/root nmbl.entry=nomodules"),
 ]
 
 
@@ -54,10 +60,21 @@ blscfg
 """
 
 
+def cut_initrd(directory):
+    """The target's initrd, its second half gone."""
+    with open(build_path("test", "target-initrd.img"), "rb") as f:
+        data = f.read()
+    path = f"{directory}/initrd.img-cut"
+    with open(path, "wb") as f:
+        f.write(data[:len(data) // 2])
+    return path
+
+
 def bls_files(entries, directory):
     files = {
         "vmlinuz-test": build_path("test", "vmlinuz-test"),
         "initrd.img-test": build_path("test", "target-initrd.img"),
+        "initrd.img-cut": cut_initrd(directory),
         "vmlinuz-other": build_path("test", "vmlinuz-other"),
         "initrd.img-other": build_path("test", "other-initrd.img"),
         "vmlinuz-debian": build_path("kernel", "tree", "boot", f"vmlinuz-{kver()}"),
@@ -139,7 +156,8 @@ def back_to_the_menu(vm):
 def test_wrong_root_says_so_then_own_kernel_boots_directly():
     """nmbl's own kernel signed by a key the machine does not trust is
     refused as a kexec would refuse it, though it is the running kernel.
-    A root that is not there: a clear message and the menu again.  Then
+    A root that is not there, or a root that its initrd sets up from an
+    initrd cut short: a clear message and the menu again.  Then
     the default entry, nmbl's own kernel with userspace parameters of its
     own (rhgb, systemd.unit=, nmbl.entry=) and the same kernel ones, boots
     by switching root: one kernel start, its command line in /proc/cmdline."""
@@ -154,6 +172,11 @@ def test_wrong_root_says_so_then_own_kernel_boots_directly():
         vm.send(choose(5))
         vm.wait_for(words(f"cannot mount the root file system root=UUID={NO_SUCH_UUID}: "
                           "no such disk or partition is known to Linux"),
+                    timeout=BOOT_TIMEOUT, clean=True)
+        back_to_the_menu(vm)
+        vm.send(choose(7))
+        vm.wait_for(words("cannot start (hd0,gpt2)/vmlinuz-test with its initrd: an initrd is "
+                          "not one the kernel would unpack (malformed or truncated)"),
                     timeout=BOOT_TIMEOUT, clean=True)
         back_to_the_menu(vm)
         vm.send(choose(0))
@@ -177,6 +200,15 @@ def test_other_kernel_boots_by_kexec():
     assert_kexec(log, up, nmbl_id, other,
                  f"it is not the running kernel (it is {other}).")
     assert up.group(2) == bls_cmdline(2)
+
+
+def test_stacked_root_with_another_kernels_initrd_boots_by_kexec():
+    """A root its initrd sets up, on nmbl's kernel, and an initrd without
+    that kernel's modules (the target's has none): not through it, but by
+    kexec, which boots the kernel the initrd is for."""
+    log, up, nmbl_id = boot("direct-nomodules", choose(8))
+    assert_kexec(log, up, nmbl_id, kver(), "its initrd holds no modules of the running kernel.")
+    assert up.group(2) == bls_cmdline(8)
 
 
 def test_root_by_label_boots_directly():

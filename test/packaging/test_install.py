@@ -225,7 +225,7 @@ def test_pkg_config_builds_a_program_that_runs_with_the_installed_library():
         # libnmbl's own, and the flags of the headers its header needs none
         # of but pkg-config adds from Requires.private.
         ours = [f"-I{dest}{DIRS['INCLUDEDIR']}", f"-L{libdir}", "-lnmbl"]
-        private = pkg_config("--cflags", "libcrypto", "libkmod", "blkid")
+        private = pkg_config("--cflags", "libcrypto", "libkmod", "blkid", "lzo2")
         assert sorted(flags) == sorted(ours + private), flags
         assert pkg_config("--modversion", "libnmbl") == [make_var("VERSION")]
         # A static link would need libnmbl's own libraries.
