@@ -58,6 +58,12 @@ static const char itools_no_shell[] =
 	"# restarts, and nmbl's menu comes back.\n"
 	"panic=10\n";
 
+/* The same for dracut's initrds, read before the entry's line (whose own
+ * rd.shell= or rd.emergency= would win): its emergency hook restarts the
+ * machine rather than start a shell. */
+#define DRACUT_CONF_DIR "etc/cmdline.d"
+static const char dracut_no_shell[] = "rd.shell=0 rd.emergency=reboot\n";
+
 /* NAME resolved inside the tree DFD, as its processes will resolve it. */
 static int open_in(int dfd, const char *name, uint64_t flags)
 {
@@ -156,6 +162,22 @@ static int itools_cmdline(int dfd, const char *cmdline, bool no_shell)
 	return r;
 }
 
+/* dracut's /etc/cmdline.d/zz-nmbl.conf: no shell under Secure Boot. */
+static int dracut_cmdline_d(int dfd)
+{
+	_cleanup_close_ int etc = -1, conf = -1;
+
+	(void)mkdirat(dfd, "etc", 0755);
+	etc = open_in(dfd, "etc", O_PATH | O_DIRECTORY);
+	if (etc < 0)
+		return etc;
+	(void)mkdirat(etc, "cmdline.d", 0755);
+	conf = open_in(dfd, DRACUT_CONF_DIR, O_PATH | O_DIRECTORY);
+	if (conf < 0)
+		return conf;
+	return write_in(conf, "zz-nmbl.conf", dracut_no_shell, 0644);
+}
+
 int nmbl_handover_prepare(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry,
 			  const char *sysroot, char *init, size_t init_size)
 {
@@ -215,6 +237,11 @@ int nmbl_handover_cmdline(struct nmbl_ctx *ctx, const char *sysroot, const char 
 		nmbl_info(ctx, "initramfs-tools' /init reads the entry's command line from %s",
 			  ITOOLS_CONF);
 		return itools_cmdline(dfd, cmdline, nmbl_get_secure_boot(ctx) != 0);
+	}
+	if (nmbl_get_secure_boot(ctx) != 0) {
+		r = dracut_cmdline_d(dfd);
+		if (r < 0)
+			return r;
 	}
 	if (asprintf(&proc, "%s/proc", sysroot) < 0 ||
 	    asprintf(&proc_cmdline, "%s/proc/cmdline", sysroot) < 0)

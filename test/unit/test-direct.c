@@ -388,7 +388,8 @@ static void test_what_its_own_initrd_sets_up_needs_that_initrd(void)
  * out as initramfs-tools lays it out (ITOOLS) or as dracut does. */
 static void entry_initrd(const char *release, bool itools)
 {
-	fixture_run("cd %s && rm -rf initrd && mkdir -p initrd/lib/modules/%s initrd/proc initrd/conf && "
+	fixture_run("cd %s && rm -rf initrd && mkdir -p initrd/lib/modules/%s initrd/proc initrd/conf "
+		    "initrd/etc && "
 		    "printf '#!/bin/sh\\n' >initrd/init && chmod 755 initrd/init && "
 		    "%s (cd initrd && find . | sort | cpio -o -H newc --quiet) | gzip >initrd.img",
 		    fixture_root(), release,
@@ -421,6 +422,10 @@ static void test_a_stack_boots_through_the_entry_initrd(void)
 			      "kexec_file_load;");
 	CHECK_STR(nmbl_switch_root_init(ctx, &initrd), "/init");
 	CHECK_INT(initrd, true);
+	/* Secure Boot unknown here, as if on: dracut's emergency hook
+	 * restarts the machine, no shell. */
+	CHECK(nmbl_read_small(ctx, "/sysroot/etc/cmdline.d/zz-nmbl.conf", text, sizeof(text)) > 0);
+	CHECK_STR(text, "rd.shell=0 rd.emergency=reboot");
 	CHECK_INT(access(fixture_path("/sysroot/lib/modules/6.1.0-test"), F_OK), 0);
 	/* Nothing held any more, nothing of the menu's state left. */
 	CHECK_INT((int)ctx->n_initrds, 0);
