@@ -230,12 +230,13 @@ NMBL_EXPORT int nmbl_switch_root(struct nmbl_ctx *ctx, const char *cmdline)
 {
 	_cleanup_cmdline_ struct nmbl_cmdline *running = NULL, *entry = NULL;
 	_cleanup_free_ char *sysroot = NULL, *proc = NULL;
-	struct nmbl_prepared_root *p = &ctx->prepared;
+	struct nmbl_prepared_root *p;
 	bool handover;
 	int r;
 
 	if (!ctx || !cmdline)
 		return -EINVAL;
+	p = &ctx->prepared;
 	/* Only the running kernel, accepted by it as it would be for kexec:
 	 * both judged on the same bytes (nmbl_check()). */
 	if (!ctx->kernel_accepted || !ctx->accepted_is_running)
