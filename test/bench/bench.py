@@ -162,6 +162,16 @@ def machine_disk(name, variant):
     return image
 
 
+def nmbl_startup(vm, r, timeout):
+    """Into R: when nmbl's menu came (wall clock), its kernel's and
+    userspace's share by its own clock, and its memory in use."""
+    startup = vm.wait_for(NMBL_STARTUP, timeout=timeout)
+    r["menu_wall"] = vm.elapsed()
+    r["kernel"] = float(startup.group(1))
+    r["userspace"] = float(startup.group(2))
+    r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
+
+
 def run_machine_once(name, variant, image, index, tb_size=None):
     """One start of a real machine, power-on to multi-user.target."""
     log = build_path("bench", f"{name}-{index}.log")
@@ -169,11 +179,7 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     r = {}
     with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size) as vm:
         if variant["nmbl"]:
-            startup = vm.wait_for(NMBL_STARTUP, timeout=BOOT_TIMEOUT)
-            r["menu_wall"] = vm.elapsed()
-            r["kernel"] = float(startup.group(1))
-            r["userspace"] = float(startup.group(2))
-            r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
+            nmbl_startup(vm, r, BOOT_TIMEOUT)
         if "passphrase" in m:
             vm.wait_for(PASSPHRASE_PROMPT, timeout=machine.BOOT_TIMEOUT, clean=True)
             vm.send_raw(m["passphrase"] + "\r")
@@ -210,11 +216,7 @@ def run_once(name, variant, image, index, tb_size=None):
             tb_size=tb_size) as vm:
         if variant["nmbl"]:
             nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
-            startup = vm.wait_for(NMBL_STARTUP, timeout=60)
-            r["menu_wall"] = vm.elapsed()
-            r["kernel"] = float(startup.group(1))
-            r["userspace"] = float(startup.group(2))
-            r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
+            nmbl_startup(vm, r, 60)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         r["target"] = vm.elapsed()
         r["target_uptime"] = float(vm.wait_for(TARGET_UPTIME, timeout=60).group(1))
