@@ -78,8 +78,9 @@ bench: deps
 	$(MAKE) all $(TEST_FIXTURES) $(SYSTEM_FIXTURES)
 	test/bench/bench.py --build $(BUILD) --runs $(BENCH_RUNS)
 
+# The demo boots the first machine only.
 demo: deps
-	$(MAKE) all $(SYSTEM_FIXTURES)
+	$(MAKE) all $(SYSTEM)/machine.json
 	NMBL_BUILD=$(BUILD) test/boot/demo.py
 
 # The first slice's demo: a plain grub.cfg, a target that powers off.

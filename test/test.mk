@@ -242,4 +242,9 @@ $(SYSTEM)/machine.json: $(SYSTEM_DEPS)
 STACKED = $(BUILD)/stacked
 $(STACKED)/machine.json: $(SYSTEM_DEPS)
 	$(call MKIMAGE,--layout encrypted-lvm)
-SYSTEM_FIXTURES = $(SYSTEM)/machine.json $(STACKED)/machine.json
+# A server as RHEL's installer lays one out on two disks: XFS /boot, and
+# root and swap on LVM on an md RAID 1, started by a dracut initrd.
+RAID = $(BUILD)/raid
+$(RAID)/machine.json: $(SYSTEM_DEPS)
+	$(call MKIMAGE,--layout raid-lvm)
+SYSTEM_FIXTURES = $(SYSTEM)/machine.json $(STACKED)/machine.json $(RAID)/machine.json

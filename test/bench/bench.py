@@ -39,8 +39,15 @@ it is asked):
   lvm-nmbl-direct     nmbl's UKI -> menu -> the entry's own initrd on nmbl's
                       kernel (one kernel start), the same machine
   lvm-nmbl-kexec      nmbl's UKI (nmbl.boot=kexec) -> menu -> kexec
+  raid-grub           Debian's GRUB, a server laid out as RHEL's installer
+                      lays one out on two disks: XFS /boot, root (XFS) and
+                      swap on LVM on md RAID 1, dracut's initrd (mkimage
+                      --layout raid-lvm)
+  raid-nmbl-direct    nmbl's UKI -> menu -> dracut's initrd on nmbl's kernel
+  raid-nmbl-kexec     nmbl's UKI (nmbl.boot=kexec) -> menu -> kexec
 
-Their ratios are to GRUB on the same machine (debian-grub, lvm-grub).
+Their ratios are to GRUB on the same machine (debian-grub, lvm-grub,
+raid-grub).
 
 QEMU's translated-code cache is kept small (--tb-size, 32 MiB), so that
 QEMU drops its translations now and then.  With its default (1 GiB), the
@@ -114,6 +121,10 @@ MACHINE_VARIANTS = {
     "lvm-nmbl-direct": dict(machine="stacked", efi="nmbl.efi", nmbl="direct", base="lvm-grub"),
     "lvm-nmbl-kexec": dict(machine="stacked", efi="test/nmbl-kexec.efi", nmbl="kexec",
                            base="lvm-grub"),
+    "raid-grub": dict(machine="raid", efi=DEBIAN_GRUB, nmbl=None, base="raid-grub"),
+    "raid-nmbl-direct": dict(machine="raid", efi="nmbl.efi", nmbl="direct", base="raid-grub"),
+    "raid-nmbl-kexec": dict(machine="raid", efi="test/nmbl-kexec.efi", nmbl="kexec",
+                            base="raid-grub"),
 }
 ALL_VARIANTS = {**VARIANTS, **MACHINE_VARIANTS}
 PASSPHRASE_PROMPT = r"Please unlock disk \S+: "
@@ -177,7 +188,12 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     log = build_path("bench", f"{name}-{index}.log")
     m = machine.info(variant["machine"])
     r = {}
-    with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size) as vm:
+    # The machine's other disks as mkimage left them: the boot writes to
+    # none of them (snapshot).
+    more = [(build_path(variant["machine"], os.path.basename(d)), "virtio")
+            for d in m["layout"].get("disks", [])[1:]]
+    with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size,
+            disks=more) as vm:
         if variant["nmbl"]:
             nmbl_startup(vm, r, BOOT_TIMEOUT)
         if "passphrase" in m:
@@ -189,7 +205,8 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     root = m["layout"].get("root_device") or f"UUID={machine.root_uuid()}"
     want = (f"BOOT_IMAGE=/boot/vmlinuz-{m['kernel']} " if variant["machine"] == "system" else
             f"BOOT_IMAGE=/vmlinuz-{m['kernel']} ") + \
-        f"root={root} ro console=tty0 console=ttyS0,115200 quiet"
+        f"root={root} ro " + (m["cmdline"] + " " if "cmdline" in m else "") + \
+        "console=tty0 console=ttyS0,115200 quiet"
     if up.group(1) != m["kernel"] or up.group(3).strip() != want:
         raise SystemExit(f"bench: {name} run {index}: booted {up.group(1)} with "
                          f"{up.group(3)!r} (see {log})")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The real-system test machines (made by test/system/mkimage: "system",
-and "stacked", its encrypted-LVM layout): a copy of one to boot, and its
-serial console as a user at a root shell sees it."""
+"""The real-system test machines (made by test/system/mkimage: "system";
+"stacked", its encrypted-LVM layout; "raid", its RAID 1 LVM server): a copy
+of one to boot, and its serial console as a user at a root shell sees it."""
 
 import functools
 import json
@@ -47,23 +47,32 @@ def expected_cmdline(kver):
 
 
 class Machine:
-    """One machine made from the image of MACHINE: a qcow2 overlay over it
-    (the image stays as mkimage left it) and a copy of its EFI variable
-    store, both kept from one boot to the next."""
+    """One machine made from the image of MACHINE: a qcow2 overlay over each
+    of its disks (the images stay as mkimage left them) and a copy of its
+    EFI variable store, all kept from one boot to the next."""
 
     def __init__(self, name, machine="system"):
         self.dir = build_path("test", name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
-        self.disk = os.path.join(self.dir, "disk.qcow2")
-        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
-                        os.path.abspath(build_path(machine, "disk.img")), "-F", "raw",
-                        self.disk], check=True)
+        images = info(machine)["layout"].get("disks") or [build_path(machine, "disk.img")]
+        self.disks = []
+        for n, image in enumerate(images):
+            disk = os.path.join(self.dir, "disk.qcow2" if n == 0 else f"disk{n + 1}.qcow2")
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
+                            os.path.abspath(build_path(machine, os.path.basename(image))),
+                            "-F", "raw", disk], check=True)
+            self.disks.append(disk)
+        self.disk = self.disks[0]
         self.vars_file = os.path.join(self.dir, "vars.fd")
         shutil.copyfile(build_path(machine, "vars.fd"), self.vars_file)
 
-    def vm(self, name, **kw):
-        return VM(self.disk, disk_format="qcow2", vars_file=self.vars_file,
+    def vm(self, name, without=(), **kw):
+        """A start of the machine with its disks, less those numbered in
+        WITHOUT (1 is the second disk), as if pulled out."""
+        more = [(disk, "virtio") for n, disk in enumerate(self.disks[1:], 1) if n not in without]
+        kw.setdefault("tb_size", 32)
+        return VM(self.disk, disk_format="qcow2", vars_file=self.vars_file, disks=more,
                   log_file=os.path.join(self.dir, f"{name}.log"), **kw)
 
 
@@ -104,3 +113,17 @@ class Shell:
         """systemctl reboot: the VM runs with -no-reboot, so QEMU ends."""
         self.vm.send_raw("systemctl reboot\r")
         self.vm.wait_exit(timeout=BOOT_TIMEOUT)
+
+
+def check_nothing_left(sh):
+    """What a boot through the entry's own initrd leaves of nmbl in the booted
+    system: the entry's line over /proc/cmdline, read-only, the one mount
+    nmbl made (mountinfo: its root, mount point, options); no process of
+    nmbl's, nothing of its environment in process 1's, no /run/nmbl."""
+    ours = [line.split() for line in sh.check("cat /proc/self/mountinfo").splitlines()
+            if "nmbl" in line.split()[3] or "sysroot" in " ".join(line.split()[3:5])]
+    assert [(f[4], f[5].split(",")[0]) for f in ours] == [("/proc/cmdline", "ro")], ours
+    assert sh.check("cat /proc/[0-9]*/comm | grep -cxE 'grub-emu|nmbl-init|nmbl-console' "
+                    "|| true").strip() == "0"
+    assert sh.check("tr '\\0' '\\n' </proc/1/environ | grep -c NMBL || true").strip() == "0"
+    assert sh.run("test -e /run/nmbl")[0] != 0, "nmbl's /run is still there"

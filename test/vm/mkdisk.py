@@ -157,7 +157,9 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4", boot_fstype="ex
     which GRUB and Linux read alike); with it, the tree is that subvolume
     (see make_btrfs).  EMPTY_SIZE: a last partition of that many MiB with
     no file system (role "empty", fstype and uuid None), for what is made
-    inside the machine, as an installer makes it: LUKS, LVM.
+    inside the machine, as an installer makes it: LUKS, LVM; a list of
+    sizes for several such partitions (EMPTY_PARTUUID then names the
+    first).
     """
     if root_fstype not in ("ext4", "btrfs"):
         raise ValueError(f"root file system must be ext4 or btrfs: {root_fstype}")
@@ -180,9 +182,12 @@ def build(out, esp, boot=None, root=None, *, root_fstype="ext4", boot_fstype="ex
         parts.append(dict(role="root", fstype=root_fstype, tree=root, mib=root_size,
                           label=root_label, uuid=root_uuid, partuuid=root_partuuid,
                           type=TYPE_LINUX, name="root", subvol=root_subvol))
-    if empty_size is not None:
-        parts.append(dict(role="empty", fstype=None, tree=None, mib=empty_size, label=None,
-                          uuid=None, partuuid=empty_partuuid, type=TYPE_LINUX, name=None))
+    empty_sizes = [] if empty_size is None else (
+        list(empty_size) if isinstance(empty_size, (list, tuple)) else [empty_size])
+    for n, size in enumerate(empty_sizes):
+        parts.append(dict(role="empty", fstype=None, tree=None, mib=size, label=None,
+                          uuid=None, partuuid=empty_partuuid if n == 0 else None,
+                          type=TYPE_LINUX, name=None))
 
     offset = ALIGN
     for number, p in enumerate(parts, 1):

@@ -272,7 +272,8 @@ class VM:
             what libvirt gives a machine made without --cpu.
         bus: how DISK is attached (DISK_BUSES): virtio, scsi, sata, nvme, usb.
         disks: more disks, (image, bus) pairs, after DISK (which the
-            firmware tries first); SNAPSHOT covers them too.
+            firmware tries first), raw or, named *.qcow2, qcow2; SNAPSHOT
+            covers them too.
         serial: False for a machine without a serial port: what is read and
             written here is then a virtio console (hvc0), which only a system
             that loads virtio_console and names console=hvc0 uses.
@@ -387,7 +388,8 @@ class VM:
             if controller and controller not in controllers:
                 controllers.add(controller)
                 args += ["-device", controller]
-            fmt = self.disk_format if n == 0 else "raw"
+            fmt = self.disk_format if n == 0 else (
+                "qcow2" if image.endswith(".qcow2") else "raw")
             args += ["-drive", f"file={image},format={fmt},if=none,id=disk{n}"
                      + (",snapshot=on" if self.snapshot else ""),
                      "-device", device.format(id=f"disk{n}", n=n) + f",bootindex={n}"]
