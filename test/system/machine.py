@@ -71,7 +71,6 @@ class Machine:
         """A start of the machine with its disks, less those numbered in
         WITHOUT (1 is the second disk), as if pulled out."""
         more = [(disk, "virtio") for n, disk in enumerate(self.disks[1:], 1) if n not in without]
-        kw.setdefault("tb_size", 32)
         return VM(self.disk, disk_format="qcow2", vars_file=self.vars_file, disks=more,
                   log_file=os.path.join(self.dir, f"{name}.log"), **kw)
 
