@@ -190,8 +190,7 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     r = {}
     # The machine's other disks as mkimage left them: the boot writes to
     # none of them (snapshot).
-    more = [(build_path(variant["machine"], os.path.basename(d)), "virtio")
-            for d in m["layout"].get("disks", [])[1:]]
+    more = [(disk, "virtio") for disk in machine.disk_images(variant["machine"])[1:]]
     with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size,
             disks=more) as vm:
         if variant["nmbl"]:

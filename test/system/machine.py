@@ -35,6 +35,13 @@ def info(machine="system"):
         return json.load(f)
 
 
+def disk_images(machine="system"):
+    """The images of MACHINE's disks, the one the firmware starts from
+    first."""
+    images = info(machine)["layout"].get("disks") or ["disk.img"]
+    return [build_path(machine, os.path.basename(image)) for image in images]
+
+
 def root_uuid():
     return next(p["uuid"] for p in info()["layout"]["partitions"] if p["role"] == "root")
 
@@ -55,13 +62,11 @@ class Machine:
         self.dir = build_path("test", name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
-        images = info(machine)["layout"].get("disks") or [build_path(machine, "disk.img")]
         self.disks = []
-        for n, image in enumerate(images):
+        for n, image in enumerate(disk_images(machine)):
             disk = os.path.join(self.dir, "disk.qcow2" if n == 0 else f"disk{n + 1}.qcow2")
             subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b",
-                            os.path.abspath(build_path(machine, os.path.basename(image))),
-                            "-F", "raw", disk], check=True)
+                            os.path.abspath(image), "-F", "raw", disk], check=True)
             self.disks.append(disk)
         self.disk = self.disks[0]
         self.vars_file = os.path.join(self.dir, "vars.fd")
@@ -112,6 +117,19 @@ class Shell:
         """systemctl reboot: the VM runs with -no-reboot, so QEMU ends."""
         self.vm.send_raw("systemctl reboot\r")
         self.vm.wait_exit(timeout=BOOT_TIMEOUT)
+
+# What nmbl's journal says of an entry booted through its own initrd.
+HANDOVER = "without a second kernel: its own initrd sets up its root"
+
+
+def check_handed_over(sh, nmbl_id, kver, reason):
+    """One kernel start: the booted system's boot id is nmbl's (NMBL_ID),
+    and nmbl's journal line says it booted KVER's entry through its own
+    initrd, as REASON."""
+    assert sh.check("cat /proc/sys/kernel/random/boot_id").strip() == nmbl_id, \
+        "a second kernel started"
+    said = sh.check(f"journalctl -b -o cat -t nmbl --grep '{HANDOVER}'")
+    assert f"booting /vmlinuz-{kver} {HANDOVER}, as {reason}" in said, said
 
 
 def check_nothing_left(sh):

@@ -21,10 +21,9 @@ Two starts of one machine (disks and EFI variables kept):
 
 from fixture import NMBL_BOOT_ID
 from machine import (BOOT_TIMEOUT, MENU_READY, SYSTEM_UP, Machine, Shell,
-                     check_nothing_left, info)
+                     check_handed_over, check_nothing_left, info)
 
 MACHINE = "raid"
-HANDOVER = "without a second kernel: its own initrd sets up its root"
 # QEMU's translated-code cache kept small, as the benchmark keeps it
 # (test/bench/bench.py): with QEMU's default (1 GiB) the translations of
 # nmbl's own programs outlive the hand-over to dracut's initrd, whose
@@ -77,11 +76,8 @@ def test_raid1_lvm_boots_through_dracut():
         assert "Booting by kexec" not in vm.clean_log(), "nmbl kexec'd the entry"
 
         sh = Shell(vm, m["root_password"])
-        assert sh.check("cat /proc/sys/kernel/random/boot_id").strip() == nmbl_id, \
-            "a second kernel started"
-        said = sh.check(f"journalctl -b -o cat -t nmbl --grep '{HANDOVER}'")
-        assert f"booting /vmlinuz-{kver} {HANDOVER}, as its root needs LVM, which its " \
-               "own initrd sets up (rd.lvm.lv=)" in said, said
+        check_handed_over(sh, nmbl_id, kver,
+                          "its root needs LVM, which its own initrd sets up (rd.lvm.lv=)")
         # dracut's systemd set the root up and switched to it.
         sh.check("journalctl -b -o cat _PID=1 --grep 'Switching root'")
         sh.check("journalctl -b -o cat --grep 'dracut-pre-pivot|dracut pre-pivot'")

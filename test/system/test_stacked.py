@@ -23,11 +23,10 @@ import re
 
 from fixture import NMBL_BOOT_ID
 from machine import (BOOT_TIMEOUT, MENU_READY, SYSTEM_UP, Machine, Shell,
-                     check_nothing_left, info)
+                     check_handed_over, check_nothing_left, info)
 
 MACHINE = "stacked"
 PROMPT = r"Please unlock disk (\S+): "
-HANDOVER = "without a second kernel: its own initrd sets up its root"
 
 
 def test_encrypted_lvm_boots_through_its_own_initrd():
@@ -55,11 +54,7 @@ def test_encrypted_lvm_boots_through_its_own_initrd():
 
         sh = Shell(vm, m["root_password"])
         # One kernel: nmbl's boot id, and nmbl's lines in its log.
-        assert sh.check("cat /proc/sys/kernel/random/boot_id").strip() == nmbl_id, \
-            "a second kernel started"
-        said = sh.check(f"journalctl -b -o cat -t nmbl --grep '{HANDOVER}'")
-        assert f"booting /vmlinuz-{kver} {HANDOVER}, as root={root} is not there, " \
-               "and a disk holds LUKS" in said, said
+        check_handed_over(sh, nmbl_id, kver, f"root={root} is not there, and a disk holds LUKS")
         # Root on the logical volume inside LUKS, swap on.
         assert sh.check("findmnt -n -o SOURCE /").strip() == root
         stack = sh.check(f"lsblk -n -r -s -o TYPE {root}").split()
