@@ -32,7 +32,7 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
 	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
-	parted lzop fonts-unifont swtpm swtpm-tools tpm2-tools \
+	parted lzop mdadm lvm2 fonts-unifont swtpm swtpm-tools tpm2-tools \
 	cryptsetup-bin libtss2-esys-3.0.2-0 libtss2-rc0 libtss2-mu0 libtss2-tcti-device0 \
 	tesseract-ocr
 

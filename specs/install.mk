@@ -30,7 +30,7 @@ INSTALLED = $(BINDIR)/nmbl $(LIBDIR)/libnmbl.so.1 $(LIBDIR)/libnmbl.so \
 	$(MANDIR)/man8/nmbl.8 $(MANDIR)/man8/nmbl-init.8 $(MANDIR)/man3/libnmbl.3 \
 	$(addprefix $(LIBEXECDIR)/nmbl/,grub-emu nmbl-init nmbl-console mkuki run-dracut) \
 	$(DATADIR)/nmbl/os-release $(DATADIR)/nmbl/sbat.csv \
-	$(DRACUTDIR)/modules.d/97nmbl/module-setup.sh $(DRACUTDIR)/modules.d/97nmbl/grub.cfg \
+	$(addprefix $(DRACUTDIR)/modules.d/97nmbl/,module-setup.sh grub.cfg mdadm.conf lvm.conf) \
 	$(addprefix $(DRACUTDIR)/modules.d/96nmbl-handover/,module-setup.sh nmbl-handover.sh) \
 	$(KERNELINSTALLDIR)/95-nmbl.install \
 	$(SYSTEMDUNITDIR)/nmbl-bless.service $(PRESETDIR)/90-nmbl.preset
@@ -71,7 +71,8 @@ install: all
 		dracut/mkuki dracut/run-dracut $(DESTDIR)$(LIBEXECDIR)/nmbl/
 	$(INSTALL) -m 0644 dracut/os-release dracut/sbat.csv $(DESTDIR)$(DATADIR)/nmbl/
 	$(INSTALL) -m 0755 $(INSTALL_SUBST)/module-setup.sh $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
-	$(INSTALL) -m 0644 $(NMBL_MODULE)/grub.cfg $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
+	$(INSTALL) -m 0644 $(addprefix $(NMBL_MODULE)/,grub.cfg mdadm.conf lvm.conf) \
+		$(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
 	$(INSTALL) -m 0755 dracut/modules.d/96nmbl-handover/module-setup.sh \
 		dracut/modules.d/96nmbl-handover/nmbl-handover.sh \
 		$(DESTDIR)$(DRACUTDIR)/modules.d/96nmbl-handover/

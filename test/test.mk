@@ -35,7 +35,7 @@ $(BUILD)/unit/test-%: $(BUILD)/unit/obj/test-%.o $(UNIT_OBJS)
 -include $(wildcard $(BUILD)/unit/obj/*.d)
 
 # Each fuzzer's corpus is replayed by "make check", under the same sanitizers.
-FUZZERS = pe authenticode sigdb fwcheck loadopt bls cmdline uevent tpm broker initramfs
+FUZZERS = pe authenticode sigdb fwcheck loadopt bls cmdline uevent tpm broker initramfs volumes
 UNIT_TESTS += $(FUZZERS:%=$(BUILD)/unit/test-fuzz-%)
 $(BUILD)/unit/obj/fuzz-%.o: test/fuzz/fuzz-%.c
 	@mkdir -p $(@D)
@@ -227,10 +227,12 @@ SYSTEM_DEPS = $(BUILD)/nmbl $(BUILD)/libnmbl.so.1 $(BUILD)/grub-emu $(BUILD)/nmb
 	$(SIGN_KEY) $(SIGN_CERT) test/vm/mkdisk.py test/vm/vm.py nmbl-loader/tools/systemd/nmbl-bless.service \
 	$(filter-out %.py %.md,$(wildcard test/system/*))
 # mkimage into the target's folder with options $(1), nmbl installed there
-# as its package installs it.
+# as its package installs it (with the UKI $(2) instead of the package's,
+# when given).
 define MKIMAGE
 	rm -rf $(@D)/nmbl-tree
 	$(MAKE) install install-uki DESTDIR=$(abspath $(@D)/nmbl-tree)
+	$(if $(2),cp $(2) $(@D)/nmbl-tree$(UKIDIR)/$(KVER_OF)/nmbl.efi)
 	test/system/mkimage $(1) --build $(BUILD) --nmbl-tree $(@D)/nmbl-tree --out $(@D)
 	rm -rf $(@D)/nmbl-tree
 endef
@@ -242,9 +244,16 @@ $(SYSTEM)/machine.json: $(SYSTEM_DEPS)
 STACKED = $(BUILD)/stacked
 $(STACKED)/machine.json: $(SYSTEM_DEPS)
 	$(call MKIMAGE,--layout encrypted-lvm)
-# A server as RHEL's installer lays one out on two disks: XFS /boot, and
-# root and swap on LVM on an md RAID 1, started by a dracut initrd.
+# A server as RHEL's installer lays one out on two disks: XFS /boot on an
+# md RAID 1, and root and swap on LVM on another, started by a dracut
+# initrd; and a copy of /boot in LVM.  Its nmbl image is the one such a
+# machine builds for itself: with LVM's tool (NMBL_LVM=1).
 RAID = $(BUILD)/raid
-$(RAID)/machine.json: $(SYSTEM_DEPS)
-	$(call MKIMAGE,--layout raid-lvm)
+$(T)/nmbl-initrd-lvm.img: NMBL_LVM = 1
+$(T)/nmbl-initrd-lvm.img: $(NMBL_DRACUT_DEPS)
+	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "nmbl" --compress $(NMBL_COMPRESS)
+$(T)/nmbl-lvm.efi: $(T)/nmbl-initrd-lvm.img $(TEST_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT))
+$(RAID)/machine.json: $(SYSTEM_DEPS) $(T)/nmbl-lvm.efi
+	$(call MKIMAGE,--layout raid-lvm,$(T)/nmbl-lvm.efi)
 SYSTEM_FIXTURES = $(SYSTEM)/machine.json $(STACKED)/machine.json $(RAID)/machine.json

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,6 +60,23 @@ int nmbl_umount_all(struct nmbl_ctx *ctx);
  */
 int nmbl_find_esp_grub_dir(struct nmbl_ctx *ctx, const char *const *dirs, size_t n_dirs,
 			   char **ret_disk, char **ret_partition, const char **ret_dir);
+
+/* What GRUB would assemble from the disks' members (nmbl_find_volume_members()). */
+#define NMBL_VOLUMES_MD (1u << 0)  /* md RAID */
+#define NMBL_VOLUMES_LVM (1u << 1) /* LVM physical volumes */
+/*
+ * Which kinds of volume the block devices present hold members of, or'ed
+ * into *RET_KINDS, as libblkid finds their superblocks: what nmbl's init
+ * is to assemble before the menu, so that a /boot on them can be read.
+ */
+int nmbl_find_volume_members(struct nmbl_ctx *ctx, unsigned *ret_kinds);
+/*
+ * Write to F a grub-emu device map line for each running md array and
+ * each LVM logical volume the kernel has, named as GRUB's diskfilter
+ * names them: (md/NAME) and (mduuid/UUID), (lvm/VG-LV) and
+ * (lvmid/VGUUID/LVUUID).  Returns how many devices it named.
+ */
+int nmbl_write_volume_map(struct nmbl_ctx *ctx, FILE *f);
 
 /*
  * Load the kernel modules ALIAS names ("fs-ext4", "ext4", a device's

@@ -529,6 +529,16 @@ int nmbl_handover_prepare(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry
 /* Then what makes CMDLINE the command line the initrd reads. */
 int nmbl_handover_cmdline(struct nmbl_ctx *ctx, const char *sysroot, const char *cmdline);
 
+/* GRUB's names of an md array, from what libblkid reads in a member
+ * (LABEL, "host:name" or "name"; UUID): *RET_NAME "md/name" (NULL for an
+ * array without a name), *RET_ID_NAME "mduuid/<32 hex digits>".  And of
+ * an LVM logical volume, from device-mapper's name and UUID
+ * ("LVM-<VG UUID><LV UUID>"): "lvm/VG-LV", "lvmid/VGUUID/LVUUID".
+ * -EINVAL for what GRUB would not name so. */
+int nmbl_md_map_names(const char *label, const char *uuid, char **ret_name, char **ret_id_name);
+int nmbl_lvm_map_names(const char *dm_name, const char *dm_uuid, char **ret_name,
+		       char **ret_id_name);
+
 /* Read a whole file below the context's root, at most MAX bytes (-EFBIG
  * beyond), NUL-terminated, into a malloc'ed buffer. */
 int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,

@@ -76,6 +76,13 @@
  * $cmdpath. */
 #define CMDPATH_ENV "NMBL_GRUB_CMDPATH"
 #define SHELL "/bin/sh"
+/* The distribution's own tools, which assemble arrays and activate
+ * volumes for the menu (volumes.c in libnmbl says why), with nmbl's own
+ * configuration in the initramfs: read-only, no udev. */
+#define MDADM "/usr/sbin/mdadm"
+#define LVM "/usr/sbin/lvm"
+/* What they leave in /run, which must not go along into the target. */
+static const char *const volume_run_dirs[] = { "/run/mdadm", "/run/lvm", "/run/lock/lvm" };
 /* Where efivarfs shows the firmware's variables. */
 #define EFIVARS "/sys/firmware/efi/efivars"
 /* SysRq's log level (2), sync (16), remount read-only (32) and reboot
@@ -511,11 +518,193 @@ static void run_pre_menu(void)
 		free(list);
 }
 
+/* Unlink everything on the initramfs (rootfs cannot be unmounted, so its
+ * memory is freed this way), not crossing into other file systems. */
+static void remove_tree(int dfd, dev_t rootdev)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		bool dir;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != rootdev)
+			continue;
+		dir = S_ISDIR(st.st_mode);
+		if (dir) {
+			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0)
+				remove_tree(sub, rootdev);
+		}
+		(void)unlinkat(dfd, de->d_name, dir ? AT_REMOVEDIR : 0);
+	}
+	closedir(d);
+}
+
+/* LVM's tool says, on the console, of every descriptor it inherits
+ * (nmbl-init's own, kept on purpose): not of these. */
+#define LVM_QUIET_ENV "LVM_SUPPRESS_FD_WARNINGS"
+
+/* LVM's tool ARGV, its exit status or -errno. */
+static int run_lvm(char *const argv[], int out_fd)
+{
+	int r;
+
+	if (setenv(LVM_QUIET_ENV, "1", 1) < 0)
+		return -errno;
+	r = run(argv, out_fd);
+	(void)unsetenv(LVM_QUIET_ENV);
+	return r;
+}
+
+/* The volume groups LVM finds, as one --config list of their names
+ * ("\"a\",\"b\""); empty when it finds none. */
+static int volume_groups(char *buf, size_t size)
+{
+	char *argv[] = { LVM, "vgs", "--noheadings", "-o", "vg_name", NULL };
+	char line[256];
+	size_t len = 0;
+	int fds[2], r;
+	FILE *f;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	f = fdopen(fds[0], "re");
+	if (!f) {
+		r = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return r;
+	}
+	/* A pipe holds a few hundred names. */
+	r = run_lvm(argv, fds[1]);
+	close(fds[1]);
+	buf[0] = '\0';
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		char *name = line + strspn(line, " \t");
+
+		name[strcspn(name, " \t\n")] = '\0';
+		/* LVM's own rule for names: nothing to quote. */
+		if (!*name || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789+_.-") != strlen(name))
+			continue;
+		if (len + strlen(name) + 4 >= size) {
+			r = -E2BIG;
+			break;
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s\"%s\"", len ? "," : "", name);
+	}
+	fclose(f);
+	return r;
+}
+
+/*
+ * What GRUB reads by assembling it itself — a /boot on an md RAID or in
+ * an LVM volume — nmbl reads through the kernel: assemble the arrays and
+ * activate the volumes the disks hold, read-only, as nothing else in
+ * nmbl's initramfs would.  Only when a disk holds their members (libblkid
+ * finds their superblocks): other machines run neither tool.  Arrays
+ * first: a volume group may be on one.  A failure is said and leaves the
+ * menu without those volumes, as GRUB without its modules.
+ */
+static void set_up_volumes(struct nmbl_ctx *ctx)
+{
+	unsigned kinds = 0;
+	int r = nmbl_find_volume_members(ctx, &kinds);
+
+	if (r < 0) {
+		say("cannot look for RAID and LVM members: %s", strerror(-r));
+		return;
+	}
+	if (kinds & NMBL_VOLUMES_MD) {
+		char *argv[] = { MDADM, "--assemble", "--scan", "--readonly", "--run", NULL };
+
+		/* The kernel would ask modprobe, which nmbl's initramfs has not.
+		 * RAID 1 only: /boot is on no other level. */
+		r = nmbl_load_module(ctx, "raid1");
+		if (r < 0)
+			say("cannot load md RAID 1's modules: %s", strerror(-r));
+		/* mdadm fails when every array is already running (a menu
+		 * started again): what runs is what counts. */
+		(void)run(argv, -1);
+		r = nmbl_find_volume_members(ctx, &kinds);
+		if (r < 0)
+			kinds = 0;
+	}
+	/* Only an image built for it has LVM's tool (nmbl-init(8)). */
+	if ((kinds & NMBL_VOLUMES_LVM) && access(LVM, X_OK) == 0) {
+		char vgs[1024], config[sizeof(vgs) + 64];
+		char *argv[] = { LVM, "vgchange", "--activate", "y", "--config", config, NULL };
+
+		r = nmbl_load_module(ctx, "dm_mod");
+		if (r < 0)
+			say("cannot load device-mapper: %s", strerror(-r));
+		r = volume_groups(vgs, sizeof(vgs));
+		if (r != 0 || !vgs[0]) {
+			if (r != 0)
+				say("cannot list LVM's volume groups (%s %d)", r < 0 ? "error" : "status",
+				    r);
+			return;
+		}
+		/* Every volume read-only, whatever its metadata says. */
+		snprintf(config, sizeof(config), "activation/read_only_volume_list=[%s]", vgs);
+		r = run_lvm(argv, -1);
+		if (r != 0)
+			say("cannot activate LVM's volumes for the menu (%s %d)",
+			    r < 0 ? "error" : "status", r);
+	}
+}
+
+/*
+ * Before a hand-over of any kind, the volumes go, as the firmware would
+ * have left the disks: the entry's initrd or system assembles and
+ * activates them itself, under its own names and rules.  What the tools
+ * kept in /run goes too.
+ */
+static void stop_volumes(void)
+{
+	char *lvm_argv[] = { LVM, "vgchange", "--activate", "n", NULL };
+	char *md_argv[] = { MDADM, "--stop", "--scan", NULL };
+	struct stat st;
+	int r;
+
+	if (stat("/dev/mapper/control", &st) == 0 && access(LVM, X_OK) == 0) {
+		r = run_lvm(lvm_argv, -1);
+		if (r != 0)
+			say("cannot deactivate LVM's volumes (%s %d)", r < 0 ? "error" : "status", r);
+	}
+	if (access("/proc/mdstat", F_OK) == 0 && access(MDADM, X_OK) == 0) {
+		r = run(md_argv, -1);
+		if (r != 0)
+			say("cannot stop the md arrays (%s %d)", r < 0 ? "error" : "status", r);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(volume_run_dirs); i++) {
+		int fd = open(volume_run_dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0)
+			remove_tree(fd, st.st_dev);
+		else
+			close(fd);
+		(void)rmdir(volume_run_dirs[i]);
+	}
+}
+
 /* grub-emu reaches the disks through a device map, the way GRUB's EFI image
  * reaches them through the firmware: every disk Linux sees is (hdN), in
- * the kernel's order.  Returns the number of DISK ("/dev/vda") in it, -1
- * when it has none such, or -errno. */
-static int write_device_map(const char *disk)
+ * the kernel's order; the md arrays and LVM volumes nmbl set up are there
+ * under GRUB's names for them, not as disks.  Returns the number of DISK
+ * ("/dev/vda") in it, -1 when it has none such, or -errno. */
+static int write_device_map(struct nmbl_ctx *ctx, const char *disk)
 {
 	static const char *const skip[] = { "loop", "ram", "zram", "sr", "fd", "nbd", "dm-",
 					    "md" };
@@ -549,6 +738,10 @@ static int write_device_map(const char *disk)
 	}
 	if (n >= 0)
 		free(list);
+	/* Then the arrays and volumes, under GRUB's names for them. */
+	n = nmbl_write_volume_map(ctx, f);
+	if (n < 0)
+		say("cannot name the RAID arrays and LVM volumes for the menu: %s", strerror(-n));
 	return fclose(f) < 0 ? -errno : found;
 }
 
@@ -740,7 +933,8 @@ static int run_menu(struct nmbl_ctx *ctx, struct nmbl_broker **ret_broker)
 				   &grub_dir);
 	if (r < 0 && r != -ENOENT)
 		say("cannot look for GRUB's directory on the ESP: %s", strerror(-r));
-	hd = write_device_map(disk);
+	set_up_volumes(ctx);
+	hd = write_device_map(ctx, disk);
 	if (hd < -1)
 		say("cannot write %s: %s", DEVICE_MAP, strerror(-hd));
 	if (r == 0 && hd >= 0) {
@@ -768,37 +962,6 @@ static void debug_shell(bool allowed)
 	disarm_watchdog();
 	say("nmbl.shell: a shell on the console; leave it to get the menu back");
 	(void)run(argv, -1);
-}
-
-/* Unlink everything on the initramfs (rootfs cannot be unmounted, so its
- * memory is freed this way), not crossing into other file systems. */
-static void remove_tree(int dfd, dev_t rootdev)
-{
-	DIR *d = fdopendir(dfd);
-	struct dirent *de;
-
-	if (!d) {
-		close(dfd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		struct stat st;
-		bool dir;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != rootdev)
-			continue;
-		dir = S_ISDIR(st.st_mode);
-		if (dir) {
-			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sub >= 0)
-				remove_tree(sub, rootdev);
-		}
-		(void)unlinkat(dfd, de->d_name, dir ? AT_REMOVEDIR : 0);
-	}
-	closedir(d);
 }
 
 /*
@@ -914,6 +1077,8 @@ int main(int argc, char **argv)
 			}
 			nmbl_broker_free(broker);
 		}
+		if (r == NMBL_EXIT_KEXEC || r == NMBL_EXIT_SWITCH_ROOT)
+			stop_volumes();
 		if (r == NMBL_EXIT_KEXEC) {
 			r = nmbl_exec(ctx);
 			say("cannot start the kernel: %s; the boot menu comes back",

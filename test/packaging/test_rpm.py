@@ -175,6 +175,8 @@ def test_rpmbuild_makes_each_package_with_exactly_its_files():
                         "/usr/lib/dracut/modules.d/97nmbl",
                         "/usr/lib/dracut/modules.d/97nmbl/module-setup.sh",
                         "/usr/lib/dracut/modules.d/97nmbl/grub.cfg",
+                        "/usr/lib/dracut/modules.d/97nmbl/mdadm.conf",
+                        "/usr/lib/dracut/modules.d/97nmbl/lvm.conf",
                         "/usr/share/man/man8/nmbl-init.8"},
         "nmbl-uki": {"/usr/lib/nmbl", f"/usr/lib/nmbl/{k}", f"/usr/lib/nmbl/{k}/nmbl.efi",
                      "/usr/lib/kernel/install.d/95-nmbl.install",

@@ -26,6 +26,8 @@ PROMPT = "root@nmbl-debian:~# "
 # Firmware to multi-user.target: what these phases take on this machine,
 # with room for a busy one (test/vm/vm.py, phase_budget()).
 BOOT_TIMEOUT = fixture.vm.SYSTEM_TIMEOUT
+# The Boot Loader Interface's vendor GUID.
+LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
 
 @functools.cache
@@ -120,6 +122,13 @@ class Shell:
 
 # What nmbl's journal says of an entry booted through its own initrd.
 HANDOVER = "without a second kernel: its own initrd sets up its root"
+
+
+def selected(sh):
+    """The entry the loader says it booted (LoaderEntrySelected, which
+    bootctl lists among BLS entries only; Debian's grub.cfg has none)."""
+    return sh.check(f"cat /sys/firmware/efi/efivars/LoaderEntrySelected-{LOADER_GUID} "
+                    "| tail -c +5 | iconv -f UTF-16LE -t UTF-8 | tr -d '\\0'").strip()
 
 
 def check_handed_over(sh, nmbl_id, kver, reason):

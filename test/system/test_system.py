@@ -25,11 +25,10 @@ next; each start is one QEMU run, `systemctl reboot` ends it):
 import re
 
 from machine import (BOOT_TIMEOUT, MENU_READY, SYSTEM_UP, Machine, Shell, expected_cmdline,
-                     info, root_uuid)
+                     info, root_uuid, selected)
 from vm import KEY_DOWN, KEY_ENTER
 
 DIRECT = "without a second kernel"
-LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
 
 def up(vm, kver):
@@ -52,13 +51,6 @@ def entry_ids():
         "nmbl-kernel": f"gnulinux-advanced-{uuid}>gnulinux-{m['kernel']}-advanced-{uuid}",
         "other-kernel": f"gnulinux-advanced-{uuid}>gnulinux-{m['other_kernel']}-advanced-{uuid}",
     }
-
-
-def selected(sh):
-    """The entry the loader says it booted (LoaderEntrySelected, which
-    bootctl lists among BLS entries only; Debian's grub.cfg has none)."""
-    return sh.check(f"cat /sys/firmware/efi/efivars/LoaderEntrySelected-{LOADER_GUID} "
-                    "| tail -c +5 | iconv -f UTF-16LE -t UTF-8 | tr -d '\\0'").strip()
 
 
 def first_linux_line(grub_cfg):

@@ -25,26 +25,9 @@ static struct nmbl_ctx *ctx;
 static char *image(const char *name, off_t size)
 {
 	char path[256];
-	char *full;
 
 	snprintf(path, sizeof(path), "/img/%s", name);
-	fixture_write(path, "", 0);
-	full = strdup(fixture_path(path));
-	if (!full || truncate(full, size) < 0) {
-		perror(name);
-		exit(2);
-	}
-	return full;
-}
-
-static void put(const char *path, off_t off, const void *data, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0 || pwrite(fd, data, len, off) != (ssize_t)len || close(fd) < 0) {
-		perror(path);
-		exit(2);
-	}
+	return fixture_image(path, size);
 }
 
 static void get(const char *path, off_t off, void *data, size_t len)
@@ -127,7 +110,7 @@ static void test_two_file_systems_name_none(void)
 
 	fixture_run("mkfs.ext4 -q -F %s && mkfs.vfat %s >/dev/null", dev, fat);
 	get(fat, 0, sector, sizeof(sector));
-	put(dev, 0, sector, sizeof(sector));
+	fixture_put(dev, 0, sector, sizeof(sector));
 	CHECK(probe(dev, 0).fstype == NULL);
 	free(dev), free(fat);
 }
@@ -140,7 +123,7 @@ static void test_stacked_layers(void)
 	struct nmbl_probe p;
 	uint64_t off;
 
-	put(dev, 0, luks, sizeof(luks));
+	fixture_put(dev, 0, luks, sizeof(luks));
 	p = probe(dev, 0);
 	CHECK_STR(p.stacked, "LUKS");
 	CHECK(p.fstype == NULL);
@@ -162,7 +145,7 @@ static void test_stacked_layers(void)
 	nmbl_put_le32(sb, MD_MAGIC);
 	nmbl_put_le32(sb + 4, 1);           /* major_version */
 	nmbl_put_le64(sb + 144, off / 512); /* super_offset, in sectors */
-	put(dev, (off_t)off, sb, sizeof(sb));
+	fixture_put(dev, (off_t)off, sb, sizeof(sb));
 	p = probe(dev, 0);
 	CHECK_STR(p.stacked, "RAID (md)");
 	CHECK(p.fstype == NULL);
@@ -174,7 +157,7 @@ static void test_stacked_layers(void)
 	memset(sb, 0, sizeof(sb));
 	nmbl_put_le32(sb, MD_MAGIC);
 	nmbl_put_le32(sb + 8, 90); /* minor_version */
-	put(dev, 8 * MiB - 65536, sb, sizeof(sb));
+	fixture_put(dev, 8 * MiB - 65536, sb, sizeof(sb));
 	CHECK_STR(probe(dev, 0).stacked, "RAID (md)");
 	free(dev);
 
@@ -184,51 +167,25 @@ static void test_stacked_layers(void)
 	nmbl_put_le32(sb, MD_MAGIC);
 	nmbl_put_le32(sb + 4, 1);
 	nmbl_put_le64(sb + 144, 8);
-	put(dev, 4096, sb, sizeof(sb));
+	fixture_put(dev, 4096, sb, sizeof(sb));
 	CHECK_STR(probe(dev, 0).stacked, "RAID (md)");
 	free(dev);
 
 	/* Intel's firmware RAID (IMSM), two sectors before the end. */
 	dev = image("isw", 2 * MiB);
-	put(dev, 2 * MiB - 1024, "Intel Raid ISM Cfg Sig. 1.0.00", 30);
+	fixture_put(dev, 2 * MiB - 1024, "Intel Raid ISM Cfg Sig. 1.0.00", 30);
 	CHECK_STR(probe(dev, 0).stacked, "RAID (Intel firmware)");
 	free(dev);
-}
-
-/* LVM's label checksum (lib/label/label.c): from offset_xl to the end of
- * the label's sector. */
-static uint32_t lvm_crc(const unsigned char *p, size_t len)
-{
-	static const uint32_t tab[] = {
-		0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac, 0x76dc4190, 0x6b6b51f4,
-		0x4db26158, 0x5005713c, 0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
-		0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
-	};
-	uint32_t crc = 0xf597a6cf;
-
-	for (size_t i = 0; i < len; i++) {
-		crc ^= p[i];
-		crc = (crc >> 4) ^ tab[crc & 0xf];
-		crc = (crc >> 4) ^ tab[crc & 0xf];
-	}
-	return crc;
 }
 
 static void test_lvm_physical_volume(void)
 {
 	char *dev = image("lvm", 4 * MiB);
-	unsigned char label[512] = "LABELONE";
 
-	nmbl_put_le64(label + 8, 1);  /* the label's own sector */
-	nmbl_put_le32(label + 20, 32); /* offset_xl */
-	memcpy(label + 24, "LVM2 001", 8);
-	memcpy(label + 32, "abcdefghijklmnopqrstuvwxyz012345", 32);
-	nmbl_put_le32(label + 16, lvm_crc(label + 20, sizeof(label) - 20));
-	put(dev, 512, label, sizeof(label));
+	fixture_lvm_label(dev, 0);
 	CHECK_STR(probe(dev, 0).stacked, "LVM");
 	/* A label whose checksum fails is no physical volume. */
-	label[100] ^= 1;
-	put(dev, 512, label, sizeof(label));
+	fixture_lvm_label(dev, 100);
 	CHECK(probe(dev, 0).stacked == NULL);
 	free(dev);
 }
@@ -243,17 +200,17 @@ static void test_hibernated_swap(void)
 	p = probe(swap, 0);
 	CHECK(!p.hibernated && !p.stacked && !p.fstype);
 	/* What the kernel writes over the swap signature when it hibernates. */
-	put(swap, 4096 - 10, "S1SUSPEND", 9);
+	fixture_put(swap, 4096 - 10, "S1SUSPEND", 9);
 	p = probe(swap, 0);
 	CHECK(p.hibernated);
 	CHECK(p.fstype == NULL);
 
 	/* A swap file: its header where resume_offset= says, not at 0. */
 	get(swap, 0, page, sizeof(page));
-	put(file, 1 * MiB, page, sizeof(page));
+	fixture_put(file, 1 * MiB, page, sizeof(page));
 	CHECK(!probe(file, 0).hibernated);
 	CHECK(probe(file, 1 * MiB).hibernated);
-	put(swap, 4096 - 10, "SWAPSPACE2", 10);
+	fixture_put(swap, 4096 - 10, "SWAPSPACE2", 10);
 	CHECK(!probe(swap, 0).hibernated);
 	free(swap), free(file);
 }
@@ -290,15 +247,15 @@ static void test_gpt_partition_guid(void)
 	 * primary alone would name another partition; the backup's is right. */
 	get(dev, 1024, sector, sizeof(sector));
 	sector[16] ^= 0xff;
-	put(dev, 1024, sector, sizeof(sector));
+	fixture_put(dev, 1024, sector, sizeof(sector));
 	CHECK_INT(nmbl_gpt_partuuid(dev, 2048, uuid), 0);
 	CHECK_STR(uuid, UUID_A);
 	/* No primary header at all. */
-	put(dev, 512, zeros, sizeof(zeros));
+	fixture_put(dev, 512, zeros, sizeof(zeros));
 	CHECK_INT(nmbl_gpt_partuuid(dev, 6144, uuid), 0);
 	CHECK_STR(uuid, UUID_B);
 	/* Nor a backup: no table to trust. */
-	put(dev, 8 * MiB - 512, zeros, sizeof(zeros));
+	fixture_put(dev, 8 * MiB - 512, zeros, sizeof(zeros));
 	CHECK_INT(nmbl_gpt_partuuid(dev, 2048, uuid), -ENOTBLK);
 	free(dev), free(dos);
 }

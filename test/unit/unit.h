@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 extern int unit_failures;
 
@@ -53,6 +54,16 @@ void fixture_text(const char *path, const char *text);
 const char *fixture_path(const char *path);
 /* Run the shell command FMT (mkfs and the like); exit 2 when it fails. */
 void fixture_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ROOT/PATH as an image of SIZE bytes of zeros (sparse); its full path,
+ * malloc'ed. */
+char *fixture_image(const char *path, off_t size);
+/* Write DATA (LEN bytes) at OFF in the file PATH (a full path). */
+void fixture_put(const char *path, off_t off, const void *data, size_t len);
+/* An LVM physical volume's label (sector 1) on the image DEV, as libblkid
+ * finds it: its checksum right, or wrong with CORRUPT_BYTE (non-zero)
+ * flipped. */
+void fixture_lvm_label(const char *dev, unsigned corrupt_byte);
 
 int unit_main(void (*const tests[])(void));
 /* unit_main with *CTX a context on the fixture root, and the fake seam's

@@ -36,7 +36,9 @@ depends() {
 # makes), AMD's (sp5100_tco), and the ACPI WDAT table's (wdat_wdt).  And
 # the TPM nmbl measures into: CRB (firmware TPMs, QEMU's tpm-crb) and TIS
 # (discrete chips on LPC or SPI); a TPM the firmware announces and Linux
-# cannot reach refuses every boot.
+# cannot reach refuses every boot.  And md RAID 1, for a /boot on a
+# mirror (installers put /boot on no other level), and device-mapper in
+# an image that activates LVM (NMBL_LVM=1, below).
 installkernel() {
     hostonly='' instmods \
         virtio_pci virtio_blk virtio_scsi sd_mod ahci nvme vmd \
@@ -45,7 +47,11 @@ installkernel() {
         ext4 vfat nls_cp437 nls_ascii nls_utf8 btrfs xfs efivarfs \
         ehci_pci ohci_pci uhci_hcd usbhid hid_generic hyperv_keyboard \
         i6300esb iTCO_wdt lpc_ich i2c_i801 sp5100_tco wdat_wdt \
-        tpm_crb tpm_tis tpm_tis_spi
+        tpm_crb tpm_tis tpm_tis_spi \
+        md_mod raid1
+    if [ "${NMBL_LVM:-}" = 1 ]; then
+        hostonly='' instmods dm_mod
+    fi
 }
 
 install() {
@@ -64,6 +70,17 @@ install() {
     inst_binary "$console" /usr/libexec/nmbl/nmbl-console
     inst_simple "$moddir/grub.cfg" /usr/share/nmbl/grub/grub.cfg
     inst_dir /usr/lib/nmbl/pre-menu.d
+    # The distribution's own tools assemble md arrays (and, in an image
+    # built with NMBL_LVM=1, activate LVM volumes) for the menu, with
+    # nmbl's configuration: read-only, no udev.  LVM's tool is left out
+    # unless asked for: with the libraries it needs it would make every
+    # nmbl image 4 MiB larger, which every start pays for.
+    inst_binary "$(command -v mdadm)" /usr/sbin/mdadm
+    inst_simple "$moddir/mdadm.conf" /etc/mdadm/mdadm.conf
+    if [ "${NMBL_LVM:-}" = 1 ]; then
+        inst_binary "$(command -v lvm)" /usr/sbin/lvm
+        inst_simple "$moddir/lvm.conf" /etc/lvm/lvm.conf
+    fi
     # A shell only in a debug build (NMBL_SHELL=1, which also puts
     # nmbl.shell on the UKI's signed command line): under Secure Boot a
     # root shell here is more than GRUB ever gives a console user.
