@@ -16,6 +16,7 @@
  * for (broker.c).
  */
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -23,6 +24,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -182,6 +184,52 @@ NMBL_EXPORT int nmbl_contain_menu(void)
 		return -EPERM;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
+		return errno ? -errno : -EPERM;
+	return 0;
+}
+
+/* What a disk tool keeps of root's powers: setting up md arrays and
+ * device-mapper volumes (CAP_SYS_ADMIN), making their nodes in /dev and
+ * giving them their group (CAP_MKNOD, CAP_CHOWN), and locking its memory
+ * while a volume is suspended, as LVM does (CAP_IPC_LOCK). */
+static const unsigned tool_caps[] = { CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_IPC_LOCK };
+
+static bool tool_cap(unsigned long cap)
+{
+	for (size_t i = 0; i < ELEMENTSOF(tool_caps); i++)
+		if (tool_caps[i] == cap)
+			return true;
+	return false;
+}
+
+NMBL_EXPORT int nmbl_contain_tool(void)
+{
+	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	struct sock_filter filter[FILTER_MAX];
+	struct sock_fprog prog = { .filter = filter };
+
+	prog.len = (unsigned short)build_filter(filter);
+	/* The firmware's variables out of reach: a mount namespace without
+	 * them, which the filter keeps so (no mount, no namespace). */
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	if (umount2(NMBL_EFIVARS, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return -errno;
+	for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+		if (!tool_cap(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(tool_caps); i++) {
+		data[CAP_TO_INDEX(tool_caps[i])].effective |= CAP_TO_MASK(tool_caps[i]);
+		data[CAP_TO_INDEX(tool_caps[i])].permitted |= CAP_TO_MASK(tool_caps[i]);
+	}
+	if (syscall(__NR_capset, &head, data) < 0)
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
 	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
 		return errno ? -errno : -EPERM;

@@ -228,6 +228,17 @@ int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name
 #define NMBL_MENU_GID 65533
 #define NMBL_MENU_USER "nmbl-menu"
 int nmbl_contain_menu(void);
+/*
+ * For a distribution's tool that nmbl's init runs as root on what the
+ * disks hold, before the menu (mdadm, LVM's tool: a /boot on md RAID or
+ * in LVM), between fork and exec: of root's capabilities only those that
+ * set up md arrays and device-mapper volumes and make their nodes
+ * (CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_IPC_LOCK), none to gain, the menu's
+ * seccomp filter (no kexec, reboot, module, mount, keyring, BPF, ptrace,
+ * namespace, ...), and a mount namespace without the firmware's
+ * variables: a disk that takes such a tool over gets less than root.
+ */
+int nmbl_contain_tool(void);
 /* For tests of the filter, from inside the contained process: each denied
  * call tried with arguments that would do nothing, and REPORT given its
  * name and errno (0: the call went through).  The number of calls tried. */

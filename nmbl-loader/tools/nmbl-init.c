@@ -437,8 +437,9 @@ static void disarm_watchdog(void)
 }
 
 /* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
- * adopts orphans).  Its exit status, 128 + signal, or -errno. */
-static int run(char *const argv[], int out_fd)
+ * adopts orphans), its standard output on OUT_FD when that is not -1.  Its
+ * exit status, 128 + signal, or -errno. */
+static int spawn(char *const argv[], int out_fd, bool contained)
 {
 	pid_t pid = fork();
 	int status;
@@ -446,6 +447,12 @@ static int run(char *const argv[], int out_fd)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		int r = contained ? nmbl_contain_tool() : 0;
+
+		if (r < 0) {
+			fprintf(stderr, "nmbl-init: cannot contain %s: %s\n", argv[0], strerror(-r));
+			_exit(127);
+		}
 		if (out_fd >= 0)
 			(void)dup2(out_fd, STDOUT_FILENO);
 		(void)signal(SIGCHLD, SIG_DFL);
@@ -464,6 +471,18 @@ static int run(char *const argv[], int out_fd)
 			break;
 	}
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run(char *const argv[], int out_fd)
+{
+	return spawn(argv, out_fd, false);
+}
+
+/* A distribution's tool that reads what the disks hold, as a disk that
+ * took it over would have it: contained (nmbl_contain_tool()). */
+static int run_tool(char *const argv[], int out_fd)
+{
+	return spawn(argv, out_fd, true);
 }
 
 /* What nmbl status says, each line as "nmbl: LINE". */
@@ -560,7 +579,7 @@ static int run_lvm(char *const argv[], int out_fd)
 
 	if (setenv(LVM_QUIET_ENV, "1", 1) < 0)
 		return -errno;
-	r = run(argv, out_fd);
+	r = run_tool(argv, out_fd);
 	(void)unsetenv(LVM_QUIET_ENV);
 	return r;
 }
@@ -634,7 +653,7 @@ static void set_up_volumes(struct nmbl_ctx *ctx)
 			say("cannot load md RAID 1's modules: %s", strerror(-r));
 		/* mdadm fails when every array is already running (a menu
 		 * started again): what runs is what counts. */
-		(void)run(argv, -1);
+		(void)run_tool(argv, -1);
 		r = nmbl_find_volume_members(ctx, &kinds);
 		if (r < 0)
 			kinds = 0;
@@ -682,7 +701,7 @@ static void stop_volumes(void)
 			say("cannot deactivate LVM's volumes (%s %d)", r < 0 ? "error" : "status", r);
 	}
 	if (access("/proc/mdstat", F_OK) == 0 && access(MDADM, X_OK) == 0) {
-		r = run(md_argv, -1);
+		r = run_tool(md_argv, -1);
 		if (r != 0)
 			say("cannot stop the md arrays (%s %d)", r < 0 ? "error" : "status", r);
 	}

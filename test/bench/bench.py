@@ -40,9 +40,10 @@ it is asked):
                       kernel (one kernel start), the same machine
   lvm-nmbl-kexec      nmbl's UKI (nmbl.boot=kexec) -> menu -> kexec
   raid-grub           Debian's GRUB, a server laid out as RHEL's installer
-                      lays one out on two disks: XFS /boot, root (XFS) and
-                      swap on LVM on md RAID 1, dracut's initrd (mkimage
-                      --layout raid-lvm)
+                      lays one out on two disks: XFS /boot on md RAID 1,
+                      root (XFS in LUKS2 unlocked by the TPM) and swap on
+                      LVM on another, dracut's initrd (mkimage --layout
+                      raid-lvm)
   raid-nmbl-direct    nmbl's UKI -> menu -> dracut's initrd on nmbl's kernel
   raid-nmbl-kexec     nmbl's UKI (nmbl.boot=kexec) -> menu -> kexec
 
@@ -73,6 +74,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -191,8 +193,14 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     # The machine's other disks as mkimage left them: the boot writes to
     # none of them (snapshot).
     more = [(disk, "virtio") for disk in machine.disk_images(variant["machine"])[1:]]
+    # And its TPM as it left it, a copy for each start.
+    tpm = None
+    if machine.tpm_state(variant["machine"]):
+        tpm = build_path("bench", f"{name}-{index}-tpm")
+        shutil.rmtree(tpm, ignore_errors=True)
+        shutil.copytree(machine.tpm_state(variant["machine"]), tpm)
     with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size,
-            disks=more) as vm:
+            disks=more, tpm=tpm) as vm:
         if variant["nmbl"]:
             nmbl_startup(vm, r, BOOT_TIMEOUT)
         if "passphrase" in m:

@@ -37,6 +37,12 @@ def info(machine="system"):
         return json.load(f)
 
 
+def tpm_state(machine="system"):
+    """The TPM state directory of MACHINE, when it has a TPM."""
+    tpm = info(machine).get("tpm")
+    return build_path(machine, tpm) if tpm else None
+
+
 def disk_images(machine="system"):
     """The images of MACHINE's disks, the one the firmware starts from
     first."""
@@ -58,7 +64,8 @@ def expected_cmdline(kver):
 class Machine:
     """One machine made from the image of MACHINE: a qcow2 overlay over each
     of its disks (the images stay as mkimage left them) and a copy of its
-    EFI variable store, all kept from one boot to the next."""
+    EFI variable store and of its TPM's state, all kept from one boot to
+    the next."""
 
     def __init__(self, name, machine="system"):
         self.dir = build_path("test", name)
@@ -73,13 +80,17 @@ class Machine:
         self.disk = self.disks[0]
         self.vars_file = os.path.join(self.dir, "vars.fd")
         shutil.copyfile(build_path(machine, "vars.fd"), self.vars_file)
+        self.tpm = None
+        if tpm_state(machine):
+            self.tpm = os.path.join(self.dir, "tpm")
+            shutil.copytree(tpm_state(machine), self.tpm)
 
     def vm(self, name, without=(), **kw):
         """A start of the machine with its disks, less those numbered in
         WITHOUT (1 is the second disk), as if pulled out."""
         more = [(disk, "virtio") for n, disk in enumerate(self.disks[1:], 1) if n not in without]
         return VM(self.disk, disk_format="qcow2", vars_file=self.vars_file, disks=more,
-                  log_file=os.path.join(self.dir, f"{name}.log"), **kw)
+                  tpm=self.tpm, log_file=os.path.join(self.dir, f"{name}.log"), **kw)
 
 
 class Shell:

@@ -2,8 +2,10 @@
 """A server laid out as RHEL's installer lays one out on two mirrored disks
 (test/system/mkimage --layout raid-lvm): the ESP on the first; an md RAID 1
 of both holding an XFS /boot; another holding the volume group "rhel" with
-root (XFS) and swap; a dracut initrd, host-only, with systemd in it; the
-command line RHEL writes (rd.md.uuid, rd.lvm.lv, resume).  And an admin's
+root (XFS in LUKS2, its key enrolled in the machine's TPM as
+systemd-cryptenroll enrolls it) and swap; a dracut initrd, host-only, with
+systemd in it; the command line RHEL writes (rd.md.uuid, rd.lvm.lv,
+rd.luks.uuid, resume).  And an admin's
 copy of /boot's kernel and initrd in a logical volume of its own, with a
 menu entry of its own (grub.d, reached as grub-mkconfig reaches any
 device: insmod lvm, an lvmid/ search hint).  Its nmbl image is one built
@@ -20,8 +22,9 @@ Two starts of one machine (disks and EFI variables kept):
 1. nmbl's first start (BootNext), both disks there: nmbl assembles the
    /boot array, its menu reads grub.cfg, kernel and initrd on it; one
    kernel start; dracut's systemd assembles the root's array, activates
-   the volumes and switches root; multi-user.target with the entry's
-   command line, root the XFS logical volume on the array of both disks,
+   the volumes, unlocks the root's LUKS with the TPM (nothing typed) and
+   switches root; multi-user.target with the entry's command line, root
+   XFS in LUKS in the logical volume on the array of both disks,
    /boot XFS on the other array, swap on; every array and volume the
    system's own, read-write; the journal says why nmbl booted it so;
    nothing of nmbl is left.  The next start's entry is asked for as
@@ -71,13 +74,25 @@ def check_array(sh, raid, disks):
 
 def check_stack(sh, m, disks):
     """Root and swap where the layout puts them, on an array of DISKS'
-    members, and /boot on the other."""
+    members, and /boot on the other; root unlocked by the TPM."""
     layout = m["layout"]
-    root = layout["root_device"]
+    root, luks = layout["root_device"], layout["luks"]
     swap = next(lv["path"] for lv in layout["lvm"]["lvs"] if lv["fstype"] == "swap")
-    assert sh.check("findmnt -n -o SOURCE,FSTYPE /").split() == [root, "xfs"]
+    assert sh.check("findmnt -n -o SOURCE,FSTYPE,UUID /").split() == \
+        [root, "xfs", layout["root_uuid"]]
     stack = sh.check(f"lsblk -n -r -s -o TYPE {root}").split()
-    assert stack[:3] == ["lvm", "raid1", "part"], stack
+    assert stack[:4] == ["crypt", "lvm", "raid1", "part"], stack
+    status = sh.check(f"cryptsetup status {luks['name']}")
+    assert "type:    LUKS2" in status and f"device:  {luks['on']}" in status, status
+    # systemd-cryptsetup in dracut's initrd unlocked it with the key the
+    # header's TPM2 token holds (through libcryptsetup's token plugin,
+    # which logs nothing): nobody was asked for the passphrase, nothing
+    # was typed.
+    unit = f"systemd-cryptsetup@$(systemd-escape {luks['name']}).service"
+    assert [sh.check(f'systemctl show -P {prop} "{unit}"').strip()
+            for prop in ("ActiveState", "Result")] == ["active", "success"]
+    assert "systemd-tpm2" in sh.check(f"cryptsetup luksDump {luks['on']}")
+    assert "Please enter passphrase" not in sh.vm.clean_log()
     active = sh.check("swapon --show=NAME --noheadings").split()
     assert sh.check(f"readlink -f {swap}").strip() in active, active
     check_array(sh, layout["raid"], disks)
@@ -87,9 +102,9 @@ def check_stack(sh, m, disks):
     # The volumes are the distribution's, named as it names them, and
     # writable: none is what nmbl activated read-only for its menu.
     names = sh.check("dmsetup ls | cut -f1").split()
-    lvs = [lv["path"].split("/")[-1] for lv in layout["lvm"]["lvs"]]
-    assert set(names) <= set(lvs) and {root.split("/")[-1], swap.split("/")[-1]} <= set(names), \
-        names
+    ours = [lv["path"].split("/")[-1] for lv in layout["lvm"]["lvs"]] + [luks["name"]]
+    assert set(names) <= set(ours) and \
+        {root.split("/")[-1], luks["on"].split("/")[-1], swap.split("/")[-1]} <= set(names), names
     for name in names:
         assert "Read-only" not in sh.check(f"dmsetup info {name}"), name
 

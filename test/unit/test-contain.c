@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* The contained menu, in a child of the test (which runs as root, as
- * nmbl's init does): its credentials, and each call the filter denies. */
+/* The contained menu and the contained disk tools, in a child of the test
+ * (which runs as root, as nmbl's init does): their credentials, and each
+ * call the filter denies. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,9 +21,10 @@ static void report(void *data, const char *call, int err)
 	fprintf(out, "%s %d\n", call, err);
 }
 
-/* Run FN in a contained child writing to a pipe; what it wrote, and how it
- * ended. */
-static void run_contained(void (*fn)(void), char *buf, size_t size, int *ret_status)
+/* Run FN in a child contained by CONTAIN, writing to a pipe; what it
+ * wrote, and how it ended. */
+static void run_in(int (*contain)(void), void (*fn)(void), char *buf, size_t size,
+		   int *ret_status)
 {
 	int fds[2];
 	ssize_t n;
@@ -36,7 +38,7 @@ static void run_contained(void (*fn)(void), char *buf, size_t size, int *ret_sta
 
 		close(fds[0]);
 		out = fdopen(fds[1], "w");
-		r = nmbl_contain_menu();
+		r = contain();
 		fprintf(out, "contain %d\n", r);
 		fflush(out);
 		if (r == 0)
@@ -56,6 +58,11 @@ static void run_contained(void (*fn)(void), char *buf, size_t size, int *ret_sta
 	CHECK_INT(waitpid(pid, ret_status, 0), pid);
 }
 
+static void run_contained(void (*fn)(void), char *buf, size_t size, int *ret_status)
+{
+	run_in(nmbl_contain_menu, fn, buf, size, ret_status);
+}
+
 static void probe(void)
 {
 	char line[256];
@@ -71,15 +78,11 @@ static void probe(void)
 		fclose(f);
 }
 
-static void test_denied_calls_get_eperm_without_capabilities(void)
+/* Every call the probe tried, in BUF, was refused with EPERM. */
+static void check_all_refused(const char *buf)
 {
-	static char buf[16384];
-	char expect[64];
-	int status, calls = 0;
+	int calls = 0;
 
-	run_contained(probe, buf, sizeof(buf), &status);
-	CHECK(WIFEXITED(status));
-	CHECK(strstr(buf, "contain 0\n"));
 	for (const char *line = buf, *end; (end = strchr(line, '\n')); line = end + 1) {
 		const char *last = memrchr(line, ' ', (size_t)(end - line));
 
@@ -91,6 +94,18 @@ static void test_denied_calls_get_eperm_without_capabilities(void)
 		CHECK(end - last == 2 && last[1] == '0' + EPERM);
 	}
 	CHECK(calls > 40);
+}
+
+static void test_denied_calls_get_eperm_without_capabilities(void)
+{
+	static char buf[16384];
+	char expect[64];
+	int status;
+
+	run_contained(probe, buf, sizeof(buf), &status);
+	CHECK(WIFEXITED(status));
+	CHECK(strstr(buf, "contain 0\n"));
+	check_all_refused(buf);
 	snprintf(expect, sizeof(expect), "Uid:\t%d\t%d\t%d\t%d\n", NMBL_MENU_UID, NMBL_MENU_UID,
 		 NMBL_MENU_UID, NMBL_MENU_UID);
 	CHECK(strstr(buf, expect));
@@ -99,6 +114,41 @@ static void test_denied_calls_get_eperm_without_capabilities(void)
 	CHECK(strstr(buf, "CapBnd:\t0000000000000000\n"));
 	CHECK(strstr(buf, "NoNewPrivs:\t1\n"));
 	CHECK(strstr(buf, "Seccomp:\t2\n"));
+}
+
+static void probe_tool(void)
+{
+	char ns[64] = "";
+
+	probe();
+	if (readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1) > 0)
+		fprintf(out, "ns %s\n", ns);
+}
+
+/* mdadm and LVM's tool, run by nmbl's init on what the disks hold: root
+ * with only the capabilities that set up md and device-mapper (CHOWN 0,
+ * IPC_LOCK 14, SYS_ADMIN 21, MKNOD 27), the menu's filter, a mount
+ * namespace of their own. */
+static void test_disk_tools_keep_only_what_sets_up_volumes(void)
+{
+	static char buf[16384];
+	char ns[64] = "", expect[80];
+	int status;
+
+	run_in(nmbl_contain_tool, probe_tool, buf, sizeof(buf), &status);
+	CHECK(WIFEXITED(status));
+	CHECK(strstr(buf, "contain 0\n"));
+	check_all_refused(buf);
+	CHECK(strstr(buf, "Uid:\t0\t0\t0\t0\n"));
+	CHECK(strstr(buf, "CapPrm:\t0000000008204001\n"));
+	CHECK(strstr(buf, "CapEff:\t0000000008204001\n"));
+	CHECK(strstr(buf, "CapBnd:\t0000000008204001\n"));
+	CHECK(strstr(buf, "NoNewPrivs:\t1\n"));
+	CHECK(strstr(buf, "Seccomp:\t2\n"));
+	CHECK(readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1) > 0);
+	snprintf(expect, sizeof(expect), "ns %s\n", ns);
+	CHECK(strstr(buf, "ns mnt:["));
+	CHECK(!strstr(buf, expect));
 }
 
 static void x32_call(void)
@@ -127,6 +177,7 @@ int main(void)
 	static void (*const tests[])(void) = {
 		test_denied_calls_get_eperm_without_capabilities,
 		test_another_architectures_entry_kills,
+		test_disk_tools_keep_only_what_sets_up_volumes,
 		NULL,
 	};
 
