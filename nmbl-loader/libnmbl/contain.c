@@ -204,6 +204,23 @@ static bool tool_cap(unsigned long cap)
 	return false;
 }
 
+/* What root may write that would make the kernel run a program of its
+ * choosing outside the filter (the module loader's path, the uevent
+ * helper) or reach further (SysRq, module parameters): read-only in the
+ * tool's namespace.  /sys/block, where md is set up, stays writable. */
+static const char *const tool_read_only[] = {
+	"/proc/sys", "/proc/sysrq-trigger", "/sys/kernel", "/sys/module", "/sys/firmware",
+};
+
+static int bind_read_only(const char *path)
+{
+	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
 NMBL_EXPORT int nmbl_contain_tool(void)
 {
 	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
@@ -218,6 +235,12 @@ NMBL_EXPORT int nmbl_contain_tool(void)
 		return -errno;
 	if (umount2(NMBL_EFIVARS, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(tool_read_only); i++) {
+		int r = bind_read_only(tool_read_only[i]);
+
+		if (r < 0)
+			return r;
+	}
 	for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
 		if (!tool_cap(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
 			return -errno;

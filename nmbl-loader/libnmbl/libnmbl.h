@@ -236,7 +236,9 @@ int nmbl_contain_menu(void);
  * (CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_IPC_LOCK), none to gain, the menu's
  * seccomp filter (no kexec, reboot, module, mount, keyring, BPF, ptrace,
  * namespace, ...), and a mount namespace without the firmware's
- * variables: a disk that takes such a tool over gets less than root.
+ * variables, where what would have the kernel run a program of the
+ * tool's choosing (/proc/sys, /sys/kernel, /sys/module) is read-only: a
+ * disk that takes such a tool over gets less than root.
  */
 int nmbl_contain_tool(void);
 /* For tests of the filter, from inside the contained process: each denied

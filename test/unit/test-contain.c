@@ -3,6 +3,7 @@
  * (which runs as root, as nmbl's init does): their credentials, and each
  * call the filter denies. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -118,11 +119,23 @@ static void test_denied_calls_get_eperm_without_capabilities(void)
 
 static void probe_tool(void)
 {
+	static const char *const paths[] = { "/proc/sys/kernel/modprobe",
+					      "/sys/kernel/uevent_helper",
+					      "/proc/sys/kernel/hostname" };
 	char ns[64] = "";
 
 	probe();
 	if (readlink("/proc/self/ns/mnt", ns, sizeof(ns) - 1) > 0)
 		fprintf(out, "ns %s\n", ns);
+	/* Where root would name a program for the kernel to run (where the
+	 * kernel has them), and any other of the kernel's settings. */
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int fd = open(paths[i], O_WRONLY | O_CLOEXEC);
+
+		fprintf(out, "write: %s %d\n", paths[i], fd < 0 ? errno : 0);
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
 /* mdadm and LVM's tool, run by nmbl's init on what the disks hold: root
@@ -149,6 +162,15 @@ static void test_disk_tools_keep_only_what_sets_up_volumes(void)
 	snprintf(expect, sizeof(expect), "ns %s\n", ns);
 	CHECK(strstr(buf, "ns mnt:["));
 	CHECK(!strstr(buf, expect));
+	for (const char *p = strstr(buf, "write: "); p; p = strstr(p + 1, "write: ")) {
+		char path[64];
+		int err = -1;
+
+		CHECK(sscanf(p, "write: %63s %d", path, &err) == 2);
+		if (access(path, F_OK) == 0 || err != ENOENT)
+			CHECK_INT(err, EROFS);
+	}
+	CHECK(strstr(buf, "write: /proc/sys/kernel/hostname "));
 }
 
 static void x32_call(void)
