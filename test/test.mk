@@ -236,13 +236,19 @@ define MKIMAGE
 	test/system/mkimage $(1) --build $(BUILD) --nmbl-tree $(@D)/nmbl-tree --out $(@D)
 	rm -rf $(@D)/nmbl-tree
 endef
-$(SYSTEM)/machine.json: $(SYSTEM_DEPS)
+# Each layout's base system (mmdebstrap): a target of its own, which needs
+# the kernel's package only, so that it can be made while nmbl compiles.
+SYSTEM_BASE = $(BUILD)/cache/system/made-
+$(SYSTEM_BASE)%: test/system/mkimage $(BUILD)/kernel/kver
+	test/system/mkimage --base-only --layout $* --build $(BUILD)
+	touch $@
+$(SYSTEM)/machine.json: $(SYSTEM_DEPS) $(SYSTEM_BASE)plain
 	$(call MKIMAGE)
 # The same system as Debian's installer lays it out for "Guided - use
 # entire disk and set up encrypted LVM": /boot, and root and swap on LVM
 # in LUKS.  Its own base system, built once per cache too.
 STACKED = $(BUILD)/stacked
-$(STACKED)/machine.json: $(SYSTEM_DEPS)
+$(STACKED)/machine.json: $(SYSTEM_DEPS) $(SYSTEM_BASE)encrypted-lvm
 	$(call MKIMAGE,--layout encrypted-lvm)
 # A server as RHEL's installer lays one out on two disks: XFS /boot on an
 # md RAID 1, and root and swap on LVM on another, started by a dracut
@@ -254,6 +260,9 @@ $(T)/nmbl-initrd-lvm.img: $(NMBL_DRACUT_DEPS)
 	$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "nmbl" --compress $(NMBL_COMPRESS)
 $(T)/nmbl-lvm.efi: $(T)/nmbl-initrd-lvm.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT))
-$(RAID)/machine.json: $(SYSTEM_DEPS) $(T)/nmbl-lvm.efi
+TEST_FIXTURES += $(T)/nmbl-lvm.efi
+$(RAID)/machine.json: $(SYSTEM_DEPS) $(T)/nmbl-lvm.efi $(SYSTEM_BASE)raid-lvm
 	$(call MKIMAGE,--layout raid-lvm,$(T)/nmbl-lvm.efi)
-SYSTEM_FIXTURES = $(SYSTEM)/machine.json $(STACKED)/machine.json $(RAID)/machine.json
+# The machine that takes longest to make first: with a job per CPU, the
+# other two are made beside it.
+SYSTEM_FIXTURES = $(RAID)/machine.json $(STACKED)/machine.json $(SYSTEM)/machine.json
