@@ -18,7 +18,6 @@
  * system to resume) nmbl's initramfs does not: such entries are kexec'd
  * with their initrd as well.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -197,6 +196,30 @@ static int probe_hibernated(const char *dev, struct nmbl_probe *ret)
 	return r;
 }
 
+struct find_device {
+	const struct nmbl_ctx *ctx;
+	int (*probe)(const char *dev, struct nmbl_probe *ret);
+	struct nmbl_probe *ret_probe;
+	char *ret_name;
+};
+
+static int find_device_on(const char *dev, const char *name, void *userdata)
+{
+	struct find_device *f = userdata;
+	struct nmbl_probe p;
+	int r = f->probe(dev, &p);
+
+	if (r < 0) {
+		nmbl_dbg(f->ctx, "probing %s: %s", dev, strerror(-r));
+		return 0;
+	}
+	if (r == 0)
+		return 0;
+	strcpy(f->ret_name, name);
+	*f->ret_probe = p;
+	return 1;
+}
+
 /*
  * The first block device (its name in RET_NAME) on which PROBE finds what
  * it looks for, every disk and partition the kernel has.  A device that
@@ -205,34 +228,9 @@ static int probe_hibernated(const char *dev, struct nmbl_probe *ret)
 static bool find_device(const struct nmbl_ctx *ctx, int (*probe)(const char *, struct nmbl_probe *),
 			struct nmbl_probe *ret_probe, char ret_name[NMBL_NAME_MAX])
 {
-	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/block");
-	struct dirent *de;
-	bool found = false;
-	DIR *d;
+	struct find_device f = { ctx, probe, ret_probe, ret_name };
 
-	if (!dir || !(d = opendir(dir)))
-		return false;
-	while (!found && (de = readdir(d))) {
-		_cleanup_free_ char *dev = NULL;
-		struct nmbl_probe p;
-		int r;
-
-		if (!nmbl_valid_block_name(de->d_name) ||
-		    asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0)
-			continue;
-		r = probe(dev, &p);
-		if (r < 0) {
-			nmbl_dbg(ctx, "probing %s: %s", dev, strerror(-r));
-			continue;
-		}
-		if (r > 0) {
-			strcpy(ret_name, de->d_name);
-			*ret_probe = p;
-			found = true;
-		}
-	}
-	closedir(d);
-	return found;
+	return nmbl_each_block_device(ctx, find_device_on, &f) > 0;
 }
 
 /* A stacked device on any disk: what might hold a root nmbl cannot find. */

@@ -20,6 +20,35 @@ bool nmbl_valid_block_name(const char *name)
 	       strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
+int nmbl_each_block_device(const struct nmbl_ctx *ctx,
+			   int (*fn)(const char *dev, const char *name, void *userdata),
+			   void *userdata)
+{
+	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/block");
+	struct dirent *de;
+	int r = 0;
+	DIR *d;
+
+	if (!dir)
+		return -ENOMEM;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while (r == 0 && (de = readdir(d))) {
+		_cleanup_free_ char *dev = NULL;
+
+		if (!nmbl_valid_block_name(de->d_name))
+			continue;
+		if (asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		r = fn(dev, de->d_name, userdata);
+	}
+	closedir(d);
+	return r;
+}
+
 int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret)
 {
 	char buf[32], *end;

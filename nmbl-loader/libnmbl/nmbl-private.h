@@ -193,6 +193,13 @@ int nmbl_utf8_to_utf16(const char *s, void **ret, size_t *ret_len);
 /* Block device names: short, no slash, not "." or "..". */
 #define NMBL_NAME_MAX 64
 bool nmbl_valid_block_name(const char *name);
+/* FN for each block device the kernel has (/sys/class/block: every disk
+ * and partition), with its node ("/dev/vda2" below the context's root) and
+ * name ("vda2"), until FN returns non-zero, which is returned; 0 when every
+ * device was seen, -errno when none could be. */
+int nmbl_each_block_device(const struct nmbl_ctx *ctx,
+			   int (*fn)(const char *dev, const char *name, void *userdata),
+			   void *userdata);
 /* A decimal number from a small file below the context's root. */
 int nmbl_read_u64(const struct nmbl_ctx *ctx, const char *path, uint64_t *ret);
 /* The block device (its name, "vda2") of DISK ("/dev/vda" or "vda")'s

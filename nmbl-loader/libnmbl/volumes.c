@@ -47,33 +47,23 @@ static unsigned member_kind(const char *path)
 	return 0;
 }
 
+static int add_member_kind(const char *dev, const char *name, void *userdata)
+{
+	(void)name;
+	*(unsigned *)userdata |= member_kind(dev);
+	return 0;
+}
+
 int nmbl_find_volume_members(struct nmbl_ctx *ctx, unsigned *ret_kinds)
 {
-	_cleanup_free_ char *dir = NULL;
 	unsigned kinds = 0;
-	struct dirent *de;
-	DIR *d;
+	int r;
 
 	if (!ctx || !ret_kinds)
 		return -EINVAL;
-	dir = nmbl_path(ctx, "/sys/class/block");
-	if (!dir)
-		return -ENOMEM;
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		_cleanup_free_ char *dev = NULL;
-
-		if (!nmbl_valid_block_name(de->d_name))
-			continue;
-		if (asprintf(&dev, "%s/dev/%s", ctx->root, de->d_name) < 0) {
-			closedir(d);
-			return -ENOMEM;
-		}
-		kinds |= member_kind(dev);
-	}
-	closedir(d);
+	r = nmbl_each_block_device(ctx, add_member_kind, &kinds);
+	if (r < 0)
+		return r;
 	*ret_kinds = kinds;
 	return 0;
 }

@@ -1096,6 +1096,11 @@ int main(int argc, char **argv)
 			}
 			nmbl_broker_free(broker);
 		}
+		/* The kernel to kexec is in the kernel's memory by now: the
+		 * mounts that held its files go first, or the volumes under
+		 * them could not. */
+		if (r == NMBL_EXIT_KEXEC)
+			(void)nmbl_umount_all(ctx);
 		if (r == NMBL_EXIT_KEXEC || r == NMBL_EXIT_SWITCH_ROOT)
 			stop_volumes();
 		if (r == NMBL_EXIT_KEXEC) {

@@ -23,6 +23,10 @@
  *                                      kernel's threads (empty: none): a
  *                                      direct boot must bring none of
  *                                      nmbl's along
+ *   NMBL-TARGET-BLOCK <name> ...        the kernel's block devices
+ *                                      (/sys/block, sorted): a direct boot
+ *                                      must leave none of the md arrays and
+ *                                      device-mapper volumes nmbl's menu had
  *   NMBL-TARGET-EFIVAR <name>=<value>   for each Boot Loader Interface
  *                                      variable the boot left (UTF-16;
  *                                      LoaderFeatures in hex)
@@ -432,6 +436,23 @@ static void report_processes(void)
 	out_line("NMBL-TARGET-PROCS%s", list);
 }
 
+static void report_block_devices(void)
+{
+	char list[LINE_MAX_LEN - 64] = "";
+	struct dirent **names = NULL;
+	size_t len = 0;
+	int n = scandir("/sys/block", &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		if (names[i]->d_name[0] != '.' && len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, " %s",
+						names[i]->d_name);
+		free(names[i]);
+	}
+	free(names);
+	out_line("NMBL-TARGET-BLOCK%s", list);
+}
+
 static void report_kernel(void)
 {
 	char boot_id[64];
@@ -807,6 +828,7 @@ int main(void)
 	report_uptime();
 	report_kernel();
 	report_processes();
+	report_block_devices();
 	if (pid1) {
 		report_loader_variables();
 		set_requested_variables();
