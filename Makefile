@@ -63,8 +63,12 @@ include specs/install.mk
 # beside them; at the end they say where the time went: the build's, each
 # module's, the slowest boots and each phase of a boot.
 CHECK_JOBS ?= $(shell nproc)
+# What a whole run leaves under $(BUILD): about 15 GiB (disk images, saved
+# machines, the base systems).
+CHECK_DISK_MIB ?= 16384
 check: deps
 	@mkdir -p $(BUILD)
+	test/check-disk $(BUILD) $(CHECK_DISK_MIB)
 	start=$$(date +%s); $(MAKE) -j$(CHECK_JOBS) check-inputs || exit; \
 		echo $$(($$(date +%s) - start)) > $(BUILD)/check-build-seconds
 	test/run --build $(BUILD) --build-time $(BUILD)/check-build-seconds --slowest 10
