@@ -2,11 +2,11 @@
 """Volumes that cannot be set up whole: a volume group one of whose disks
 is gone, a RAID 5 short of two of its three members.  nmbl's image built
 with LVM's tool (NMBL_LVM=1, as a machine whose /boot is in LVM builds it)
-sets up for its menu what can be set up, says in one line what cannot (the
-tools' own words), and shows the menu; GRUB's entries on the missing
-volumes fail with GRUB's own error and fall back, as on GRUB; the entry on
-the volume that is whole boots, and nothing nmbl set up, or half set up,
-is left in the booted system.
+sets up for its menu what can be set up and says what cannot (the tools'
+own words, then one line of nmbl's); GRUB's entries on the missing volumes
+fail with GRUB's own errors and fall back, as on GRUB; the entry on the
+volume that is whole boots without a second kernel, and nothing nmbl set
+up, or half set up, is left in the booted system.
 
 The host has no device-mapper or md: LVM's tool writes the metadata onto
 loop devices without activating anything, the file system is written where
@@ -16,7 +16,6 @@ the member), then read back by the host's mdadm --examine."""
 
 import json
 import os
-import re
 import struct
 import subprocess
 import tempfile
