@@ -161,20 +161,45 @@ static size_t build_filter(struct sock_filter *f)
 	return n;
 }
 
-NMBL_EXPORT int nmbl_contain_menu(void)
+/* Every capability out of the bounding set but KEEP's N, and none
+ * ambient: not even a set-uid program could give one back. */
+static int drop_capabilities(const unsigned *keep, size_t n)
+{
+	for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
+		bool kept = false;
+
+		for (size_t i = 0; i < n; i++)
+			kept = kept || keep[i] == cap;
+		if (!kept && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return -errno;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
+/* The filter on every thread, for good: no new privileges first. */
+static int install_filter(void)
 {
 	struct sock_filter filter[FILTER_MAX];
 	struct sock_fprog prog = { .filter = filter };
-	gid_t gid = NMBL_MENU_GID;
 
 	_Static_assert(2 * ELEMENTSOF(denied) + 24 <= FILTER_MAX, "filter");
 	prog.len = (unsigned short)build_filter(filter);
-	/* Not even a set-uid program could give a capability back. */
-	for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-			return -errno;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
+	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
+		return errno ? -errno : -EPERM;
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_contain_menu(void)
+{
+	gid_t gid = NMBL_MENU_GID;
+	int r = drop_capabilities(NULL, 0);
+
+	if (r < 0)
+		return r;
 	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid(NMBL_MENU_UID, NMBL_MENU_UID, NMBL_MENU_UID) < 0)
 		return -errno;
@@ -182,12 +207,9 @@ NMBL_EXPORT int nmbl_contain_menu(void)
 	 * setresuid() took. */
 	if (setuid(0) == 0 || getuid() != NMBL_MENU_UID || geteuid() != NMBL_MENU_UID)
 		return -EPERM;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -errno;
-	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
-		return errno ? -errno : -EPERM;
-	return 0;
+	return install_filter();
 }
 
 /* What a disk tool keeps of root's powers: setting up md arrays and
@@ -195,14 +217,6 @@ NMBL_EXPORT int nmbl_contain_menu(void)
  * giving them their group (CAP_MKNOD, CAP_CHOWN), and locking its memory
  * while a volume is suspended, as LVM does (CAP_IPC_LOCK). */
 static const unsigned tool_caps[] = { CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_IPC_LOCK };
-
-static bool tool_cap(unsigned long cap)
-{
-	for (size_t i = 0; i < ELEMENTSOF(tool_caps); i++)
-		if (tool_caps[i] == cap)
-			return true;
-	return false;
-}
 
 /* What root may write that would make the kernel run a program of its
  * choosing outside the filter (the module loader's path, the uevent
@@ -225,10 +239,8 @@ NMBL_EXPORT int nmbl_contain_tool(void)
 {
 	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
-	struct sock_filter filter[FILTER_MAX];
-	struct sock_fprog prog = { .filter = filter };
+	int r;
 
-	prog.len = (unsigned short)build_filter(filter);
 	/* The firmware's variables out of reach: a mount namespace without
 	 * them, which the filter keeps so (no mount, no namespace). */
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -236,27 +248,20 @@ NMBL_EXPORT int nmbl_contain_tool(void)
 	if (umount2(NMBL_EFIVARS, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		return -errno;
 	for (size_t i = 0; i < ELEMENTSOF(tool_read_only); i++) {
-		int r = bind_read_only(tool_read_only[i]);
-
+		r = bind_read_only(tool_read_only[i]);
 		if (r < 0)
 			return r;
 	}
-	for (unsigned long cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-		if (!tool_cap(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-			return -errno;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
+	r = drop_capabilities(tool_caps, ELEMENTSOF(tool_caps));
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(tool_caps); i++) {
 		data[CAP_TO_INDEX(tool_caps[i])].effective |= CAP_TO_MASK(tool_caps[i]);
 		data[CAP_TO_INDEX(tool_caps[i])].permitted |= CAP_TO_MASK(tool_caps[i]);
 	}
 	if (syscall(__NR_capset, &head, data) < 0)
 		return -errno;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
-	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
-		return errno ? -errno : -EPERM;
-	return 0;
+	return install_filter();
 }
 
 NMBL_EXPORT int nmbl_contain_probe(void (*report)(void *data, const char *call, int err),

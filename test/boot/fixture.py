@@ -99,6 +99,14 @@ def kver():
         return f.read().strip()
 
 
+def partition(image, number):
+    """Partition NUMBER of IMAGE's table, as sfdisk --json gives it (start
+    and size in 512-byte sectors)."""
+    table = json.loads(subprocess.run(["sfdisk", "--json", image], capture_output=True,
+                                      text=True, check=True).stdout)["partitiontable"]
+    return table["partitions"][number - 1]
+
+
 def workdir(name):
     path = build_path("test", name)
     shutil.rmtree(path, ignore_errors=True)

@@ -5,13 +5,12 @@ still boots.  QEMU's blkdebug driver fails every read of one sector in the
 middle of each bad file (EIO), as a failing disk or a pulled USB stick
 would; Linux reads the kernel and initrd, GRUB's own drivers the grub.cfg."""
 
-import json
 import os
 import re
 import subprocess
 
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, TARGET_UP, VM, build_path, entry,
-                     expected_cmdline, kver, make_disk, words)
+                     expected_cmdline, kver, make_disk, partition, words)
 from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
 
 BOOT_PARTITION = 2
@@ -37,12 +36,6 @@ def grub_cfg():
             + entry("Bad initrd", f"/vmlinuz-{k}", f"{KEXEC} nmbl.entry=bad-initrd",
                     initrd="/initrd-bad.img")
             + entry("Good", f"/vmlinuz-{k}", f"{KEXEC} nmbl.entry=good"))
-
-
-def partition(image, number):
-    table = json.loads(subprocess.run(["sfdisk", "--json", image], capture_output=True,
-                                      text=True, check=True).stdout)["partitiontable"]
-    return table["partitions"][number - 1]
 
 
 def middle_sector(image, part, name):

@@ -14,7 +14,6 @@ the volume's extents are, and the member's md superblock is written here
 (what mdadm --create writes for a RAID 5 of three: version 1.2, 4 KiB into
 the member), then read back by the host's mdadm --examine."""
 
-import json
 import os
 import struct
 import subprocess
@@ -22,8 +21,9 @@ import tempfile
 import uuid
 
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,
-                     TARGET_UP, VM, build_path, kver, make_disk, words)
+                     TARGET_UP, VM, build_path, kver, make_disk, partition, words)
 from vm import KEY_ENTER
+import mkdisk
 
 MiB = 1 << 20
 VG = "nmblvols"
@@ -59,10 +59,9 @@ def lvm(devices, *args):
                           capture_output=True, text=True, check=True, env=env).stdout
 
 
-def partition(image, number):
-    table = json.loads(subprocess.run(["sfdisk", "--json", image], capture_output=True,
-                                      text=True, check=True).stdout)["partitiontable"]
-    p = table["partitions"][number - 1]
+def extent(image, number):
+    """Where partition NUMBER of IMAGE lies: (offset, size) in bytes."""
+    p = partition(image, number)
     return p["start"] * 512, p["size"] * 512
 
 
@@ -74,13 +73,6 @@ def loop(path, offset=0, size=None):
                           check=True).stdout.strip()
 
 
-def ext4(path, mib, tree, fs_uuid):
-    with open(path, "wb") as f:
-        f.truncate(mib * MiB)
-    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-U", fs_uuid, "-d", tree, path],
-                   check=True)
-
-
 def write_at(image, offset, path):
     subprocess.run(["dd", f"if={path}", f"of={image}", "bs=1M", f"seek={offset}",
                     "oflag=seek_bytes", "conv=notrunc,sparse", "status=none"], check=True)
@@ -90,7 +82,7 @@ def make_volume_group(image, work, boot_tree):
     """The VG on the disk's PV partition and on a second disk (thrown away
     afterwards): the whole LV on the first, with an ext4 holding BOOT_TREE,
     the other on the second.  Returns {lv: "lvmid/<VG UUID>/<LV UUID>"}."""
-    start, size = partition(image, PV_PARTITION)
+    start, size = extent(image, PV_PARTITION)
     gone = os.path.join(work, "gone-disk.img")
     with open(gone, "wb") as f:
         f.truncate(GONE_DISK_MIB * MiB)
@@ -112,7 +104,7 @@ def make_volume_group(image, work, boot_tree):
     finally:
         subprocess.run(["losetup", "-d", here, there], check=True)
     fs = os.path.join(work, "whole.ext4")
-    ext4(fs, WHOLE_MIB, boot_tree, WHOLE_FS_UUID)
+    mkdisk.make_extfs(fs, WHOLE_MIB * MiB, boot_tree, WHOLE_FS_UUID, None)
     # The whole volume's first extent is the PV's first.
     write_at(image, start + pe_start, fs)
     os.unlink(fs)
@@ -122,7 +114,7 @@ def make_volume_group(image, work, boot_tree):
 def md_member(image, work):
     """Member 0 of a RAID 5 of three (md 1.2, left-symmetric, 512 KiB
     chunks, in sync) on the MD partition; its two others are gone."""
-    start, size = partition(image, MD_PARTITION)
+    start, size = extent(image, MD_PARTITION)
     data_offset = 2048  # sectors: 1 MiB, as mdadm puts it on small members
     data_size = size // 512 - data_offset
     chunk = 1024
@@ -211,12 +203,9 @@ def volumes_disk():
         with open(os.path.join(boot_tree, "grub", "grub.cfg"), "w") as f:
             f.write(cfg)
         # /boot (partition 2) holds only grub.cfg: rewritten in place.
-        start, size = partition(image, 2)
+        start, size = extent(image, 2)
         fs = os.path.join(tmp, "boot.ext4")
-        with open(fs, "wb") as f:
-            f.truncate(size)
-        subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-U", BOOT_UUID, "-d", boot_tree,
-                        fs], check=True)
+        mkdisk.make_extfs(fs, size, boot_tree, BOOT_UUID, None)
         write_at(image, start, fs)
     return image, ids, md
 
