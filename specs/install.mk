@@ -18,6 +18,11 @@ KERNELINSTALLDIR = $(PREFIX)/lib/kernel/install.d
 SYSTEMDUNITDIR = $(PREFIX)/lib/systemd/system
 PRESETDIR = $(PREFIX)/lib/systemd/system-preset
 UKIDIR = $(PREFIX)/lib/nmbl
+# Debian's kernel packages run the hooks in $(KERNEL_HOOKDIR)/postinst.d
+# and postrm.d, never kernel-install: nmbl's zz-nmbl there hands their
+# kernels to the plugin.  Empty where kernel-install is what kernel
+# packages run (Fedora: specs/nmbl.spec sets it so).
+KERNEL_HOOKDIR = $(SYSCONFDIR)/kernel
 INSTALL = install
 
 # The kernel-install plugin, when the tree has it.
@@ -25,15 +30,17 @@ KERNEL_PLUGIN = $(wildcard specs/95-nmbl.install)
 # What install puts in directories of its own, which uninstall removes.
 NMBL_DIRS = $(LIBEXECDIR)/nmbl $(DATADIR)/nmbl $(DRACUTDIR)/modules.d/97nmbl \
 	$(DRACUTDIR)/modules.d/96nmbl-handover $(SYSCONFDIR)/nmbl
-INSTALLED = $(BINDIR)/nmbl $(LIBDIR)/libnmbl.so.1 $(LIBDIR)/libnmbl.so \
+INSTALLED = $(BINDIR)/nmbl $(BINDIR)/nmbl-key $(LIBDIR)/libnmbl.so.1 $(LIBDIR)/libnmbl.so \
 	$(INCLUDEDIR)/libnmbl.h $(PKGCONFIGDIR)/libnmbl.pc \
-	$(MANDIR)/man8/nmbl.8 $(MANDIR)/man8/nmbl-init.8 $(MANDIR)/man3/libnmbl.3 \
+	$(MANDIR)/man8/nmbl.8 $(MANDIR)/man8/nmbl-key.8 $(MANDIR)/man8/nmbl-init.8 \
+	$(MANDIR)/man3/libnmbl.3 \
 	$(addprefix $(LIBEXECDIR)/nmbl/,grub-emu nmbl-init nmbl-console mkuki run-dracut) \
 	$(DATADIR)/nmbl/os-release $(DATADIR)/nmbl/sbat.csv \
 	$(addprefix $(DRACUTDIR)/modules.d/97nmbl/,module-setup.sh grub.cfg mdadm.conf lvm.conf) \
 	$(addprefix $(DRACUTDIR)/modules.d/96nmbl-handover/,module-setup.sh nmbl-handover.sh) \
 	$(KERNELINSTALLDIR)/95-nmbl.install \
-	$(SYSTEMDUNITDIR)/nmbl-bless.service $(PRESETDIR)/90-nmbl.preset
+	$(SYSTEMDUNITDIR)/nmbl-bless.service $(PRESETDIR)/90-nmbl.preset \
+	$(if $(KERNEL_HOOKDIR),$(addprefix $(KERNEL_HOOKDIR)/,postinst.d/zz-nmbl postrm.d/zz-nmbl))
 
 # The .pc names its directories below ${prefix} where it can, so that
 # "pkg-config --define-prefix" finds a tree that was moved.
@@ -45,7 +52,9 @@ PLUGIN_SUBST = -e 's|\$${NMBL:-/usr/bin/nmbl}|$${NMBL:-$(BINDIR)/nmbl}|' \
 	-e 's|\$${NMBL_CONF_DIR:-/etc/nmbl}|$${NMBL_CONF_DIR:-$(SYSCONFDIR)/nmbl}|' \
 	-e 's|\$${NMBL_LIBEXECDIR:-/usr/libexec/nmbl}|$${NMBL_LIBEXECDIR:-$(LIBEXECDIR)/nmbl}|' \
 	-e 's|\$${NMBL_DATADIR:-/usr/share/nmbl}|$${NMBL_DATADIR:-$(DATADIR)/nmbl}|' \
-	-e 's|\$${NMBL_DRACUT_MODULE:-/usr/lib/dracut/modules.d/97nmbl}|$${NMBL_DRACUT_MODULE:-$(DRACUTDIR)/modules.d/97nmbl}|'
+	-e 's|\$${NMBL_DRACUT_MODULE:-/usr/lib/dracut/modules.d/97nmbl}|$${NMBL_DRACUT_MODULE:-$(DRACUTDIR)/modules.d/97nmbl}|' \
+	-e 's|\$${NMBL_UKIDIR:-/usr/lib/nmbl}|$${NMBL_UKIDIR:-$(UKIDIR)}|'
+HOOK_SUBST = -e 's|\$${NMBL_KERNEL_PLUGIN:-/usr/lib/kernel/install.d/95-nmbl.install}|$${NMBL_KERNEL_PLUGIN:-$(KERNELINSTALLDIR)/95-nmbl.install}|'
 
 install: all
 	@mkdir -p $(INSTALL_SUBST)
@@ -61,11 +70,13 @@ install: all
 		$(MANDIR)/man8 $(MANDIR)/man3 $(NMBL_DIRS) $(KERNELINSTALLDIR) $(SYSTEMDUNITDIR) \
 		$(PRESETDIR))
 	$(INSTALL) -m 0755 $(BUILD)/nmbl $(DESTDIR)$(BINDIR)/nmbl
+	$(INSTALL) -m 0755 nmbl-loader/tools/nmbl-key $(DESTDIR)$(BINDIR)/nmbl-key
 	$(INSTALL) -m 0755 $(BUILD)/libnmbl.so.1 $(DESTDIR)$(LIBDIR)/libnmbl.so.1
 	ln -sfn libnmbl.so.1 $(DESTDIR)$(LIBDIR)/libnmbl.so
 	$(INSTALL) -m 0644 nmbl-loader/libnmbl/libnmbl.h $(DESTDIR)$(INCLUDEDIR)/libnmbl.h
 	$(INSTALL) -m 0644 $(INSTALL_SUBST)/libnmbl.pc $(DESTDIR)$(PKGCONFIGDIR)/libnmbl.pc
-	$(INSTALL) -m 0644 nmbl-loader/tools/nmbl.8 nmbl-loader/tools/nmbl-init.8 $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 0644 nmbl-loader/tools/nmbl.8 nmbl-loader/tools/nmbl-key.8 \
+		nmbl-loader/tools/nmbl-init.8 $(DESTDIR)$(MANDIR)/man8/
 	$(INSTALL) -m 0644 nmbl-loader/libnmbl/libnmbl.3 $(DESTDIR)$(MANDIR)/man3/
 	$(INSTALL) -m 0755 $(BUILD)/grub-emu $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 		dracut/mkuki dracut/run-dracut $(DESTDIR)$(LIBEXECDIR)/nmbl/
@@ -78,6 +89,10 @@ install: all
 		$(DESTDIR)$(DRACUTDIR)/modules.d/96nmbl-handover/
 	$(if $(KERNEL_PLUGIN),sed $(PLUGIN_SUBST) $(KERNEL_PLUGIN) >$(INSTALL_SUBST)/95-nmbl.install)
 	$(if $(KERNEL_PLUGIN),$(INSTALL) -m 0755 $(INSTALL_SUBST)/95-nmbl.install $(DESTDIR)$(KERNELINSTALLDIR)/)
+	$(if $(KERNEL_HOOKDIR),sed $(HOOK_SUBST) specs/zz-nmbl >$(INSTALL_SUBST)/zz-nmbl)
+	$(if $(KERNEL_HOOKDIR),$(INSTALL) -d $(addprefix $(DESTDIR)$(KERNEL_HOOKDIR)/,postinst.d postrm.d))
+	$(if $(KERNEL_HOOKDIR),$(INSTALL) -m 0755 $(INSTALL_SUBST)/zz-nmbl $(DESTDIR)$(KERNEL_HOOKDIR)/postinst.d/)
+	$(if $(KERNEL_HOOKDIR),$(INSTALL) -m 0755 $(INSTALL_SUBST)/zz-nmbl $(DESTDIR)$(KERNEL_HOOKDIR)/postrm.d/)
 	$(INSTALL) -m 0644 $(INSTALL_SUBST)/nmbl-bless.service $(DESTDIR)$(SYSTEMDUNITDIR)/
 	$(INSTALL) -m 0644 nmbl-loader/tools/systemd/90-nmbl.preset $(DESTDIR)$(PRESETDIR)/
 

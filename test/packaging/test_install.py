@@ -59,11 +59,13 @@ def expected_files():
     d = DIRS
     files = {
         f"{d['BINDIR']}/nmbl": 0o755,
+        f"{d['BINDIR']}/nmbl-key": 0o755,
         f"{d['LIBDIR']}/libnmbl.so.1": 0o755,
         f"{d['LIBDIR']}/libnmbl.so": "libnmbl.so.1",
         f"{d['INCLUDEDIR']}/libnmbl.h": 0o644,
         f"{d['LIBDIR']}/pkgconfig/libnmbl.pc": 0o644,
         f"{d['MANDIR']}/man8/nmbl.8": 0o644,
+        f"{d['MANDIR']}/man8/nmbl-key.8": 0o644,
         f"{d['MANDIR']}/man8/nmbl-init.8": 0o644,
         f"{d['MANDIR']}/man3/libnmbl.3": 0o644,
         f"{d['DATADIR']}/nmbl/os-release": 0o644,
@@ -81,6 +83,9 @@ def expected_files():
         files[f"{d['LIBEXECDIR']}/nmbl/{prog}"] = 0o755
     if os.path.exists(PLUGIN):
         files[f"{d['KERNELINSTALLDIR']}/95-nmbl.install"] = 0o755
+    # Debian's kernel packages run these, never kernel-install.
+    for hooks in ("postinst.d", "postrm.d"):
+        files[f"{d['SYSCONFDIR']}/kernel/{hooks}/zz-nmbl"] = 0o755
     return files
 
 
@@ -181,7 +186,17 @@ def test_installed_module_and_unit_name_the_installed_programs():
             f"libexec_dir=${{NMBL_LIBEXECDIR:-{libexec}}}",
             f"data_dir=${{NMBL_DATADIR:-{DIRS['DATADIR']}/nmbl}}",
             f"dracut_module=${{NMBL_DRACUT_MODULE:-{DIRS['DRACUTDIR']}/modules.d/97nmbl}}",
+            f"uki_dir=${{NMBL_UKIDIR:-{DIRS['UKIDIR']}}}",
         }, sorted(changed)
+        # Debian's hook calls the plugin where it was put, in both places.
+        with open(os.path.join(TOP, "specs", "zz-nmbl")) as f:
+            src = f.read().splitlines()
+        for hooks in ("postinst.d", "postrm.d"):
+            with open(f"{dest}{DIRS['SYSCONFDIR']}/kernel/{hooks}/zz-nmbl") as f:
+                dst = f.read().splitlines()
+            changed = {b for a, b in zip(src, dst) if a != b}
+            assert len(src) == len(dst) and changed == {
+                f"plugin=${{NMBL_KERNEL_PLUGIN:-{DIRS['KERNELINSTALLDIR']}/95-nmbl.install}}"}, changed
 
 
 def test_unit_and_preset_bless_once_per_boot_after_boot_complete():

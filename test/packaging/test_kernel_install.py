@@ -56,6 +56,12 @@ def untrusted_warning(what):
     return (f"nmbl: kernel {kver()} {what}: nmbl will refuse to boot it under Secure Boot.")
 
 
+def no_key_warning(version=None):
+    return (f"nmbl: no key of this machine signs nmbl's UKI: kernel {version or kver()} will be "
+            "booted through a second kernel start (kexec), not directly; 'nmbl-key create' and "
+            "'nmbl-key enroll' make one and enrol it (nmbl-key(8)).")
+
+
 # --- kernel keys -------------------------------------------------------------
 
 SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
@@ -181,6 +187,7 @@ class Machine:
             "NMBL_ROOT": self.root,
             "NMBL_CONF_DIR": self.nmbl_conf,
             "NMBL_STATE_DIR": self.state,
+            "NMBL_UKIDIR": os.path.join(self.top, "nmbl-uki"),
             # The installed layout's pieces, from the source tree and the build.
             "NMBL_LIBEXECDIR": os.path.join(TOP, "dracut"),
             "NMBL_DATADIR": os.path.join(TOP, "dracut"),
@@ -240,16 +247,16 @@ def initramfs_files(path):
     return set(p.stdout.decode().splitlines())
 
 
-def check_uki(m, kernel):
-    """nmbl's UKI, built around KERNEL, signed by the test key, and offered
-    once in the fake firmware's slot a."""
+def check_uki(m, kernel, cert=None):
+    """nmbl's UKI, built around KERNEL, signed by the test key (or CERT's),
+    and offered once in the fake firmware's slot a."""
+    cert = cert or build("keys", "test.crt")
     uki = m.uki()
     assert os.path.isfile(uki), os.listdir(m.state) if os.path.isdir(m.state) else m.state
     # Renamed into place: nothing else left in the state directory.
     assert sorted(os.listdir(m.state)) == [kver()], os.listdir(m.state)
     assert os.listdir(os.path.dirname(uki)) == ["nmbl.efi"]
-    p = subprocess.run(["sbverify", "--cert", build("keys", "test.crt"), uki],
-                       capture_output=True, text=True)
+    p = subprocess.run(["sbverify", "--cert", cert, uki], capture_output=True, text=True)
     assert p.returncode == 0 and "Signature verification OK" in p.stdout, p
     # ... and by no other key.
     other = os.path.join(m.top, "other")
@@ -266,8 +273,12 @@ def check_uki(m, kernel):
     files = initramfs_files(out)
     assert "init" in files and "usr/libexec/nmbl/grub-emu" in files, sorted(files)[:20]
     assert any(f.startswith(f"usr/lib/modules/{kver()}/kernel/") for f in files), sorted(files)[:20]
-    # The slot tool put it in slot a and offered it once: BootNext is that
-    # slot's Boot####.
+    assert_offered(m, uki)
+
+
+def assert_offered(m, uki):
+    """The slot tool put UKI in slot a and offered it once: BootNext is that
+    slot's Boot####."""
     assert read(os.path.join(m.root, "efi", "EFI", "nmbl", "nmbl-a.efi")) == read(uki)
     p = subprocess.run([build("nmbl"), "--root", m.root, "bootcfg", "status"],
                        capture_output=True, text=True)
@@ -286,7 +297,8 @@ def test_bls_untrusted_kernel_warns_and_the_entry_is_written():
         p = m.kernel_install("add", kver(), debian_kernel())
         assert p.returncode == 0, p
         assert nmbl_lines(p.stderr) == [untrusted_warning(
-            f"is signed by '{DEBIAN_SIGNER}', which this machine's keys do not trust")], p.stderr
+            f"is signed by '{DEBIAN_SIGNER}', which this machine's keys do not trust"),
+            no_key_warning()], p.stderr
         entry = read(m.entry(), "r")
         assert f"linux      {m.entry_dir()}/linux\n" in entry, entry
         assert f"version    {kver()}\n" in entry
@@ -299,15 +311,16 @@ def test_bls_trusted_kernel_no_warning_unsigned_kernel_one():
     with machine("bls") as m:
         p = m.kernel_install("add", kver(), TEST_KERNEL)
         assert p.returncode == 0, p
-        assert nmbl_lines(p.stderr) == [], p.stderr
+        # Nothing about the kernel's signature; that it will be kexec'd.
+        assert nmbl_lines(p.stderr) == [no_key_warning()], p.stderr
         assert os.path.isfile(m.entry())
         # It did run, and found the kernel trusted.
         p = m.kernel_install("add", kver(), TEST_KERNEL, verbose=True)
-        assert p.returncode == 0 and nmbl_lines(p.stderr) == [], p
+        assert p.returncode == 0 and nmbl_lines(p.stderr) == [no_key_warning()], p
         assert f"nmbl: kernel {kver()} is trusted by this machine's keys.\n" in p.stdout, p.stdout
         p = m.kernel_install("add", kver(), UNSIGNED_KERNEL)
         assert p.returncode == 0, p
-        assert nmbl_lines(p.stderr) == [untrusted_warning("is not signed")], p.stderr
+        assert nmbl_lines(p.stderr) == [untrusted_warning("is not signed"), no_key_warning()], p.stderr
         assert read(os.path.join(m.entry_dir(), "linux")) == read(UNSIGNED_KERNEL)
 
 
@@ -426,8 +439,130 @@ def test_uki_layout_add_rebuilds_around_the_uki_kernel_and_remove():
         os.unlink(os.path.join(m.nmbl_conf, "uki.conf"))
         p = m.kernel_install("add", kver(), UNSIGNED_UKI)
         assert p.returncode == 0, p
-        assert nmbl_lines(p.stderr) == [untrusted_warning("is not signed")], p.stderr
+        assert nmbl_lines(p.stderr) == [untrusted_warning("is not signed"), no_key_warning()], p.stderr
         write(m.uki(), "nmbl's UKI")
         p = m.kernel_install("remove", kver())
         assert p.returncode == 0 and nmbl_lines(p.stderr) == [], p
         assert os.listdir(m.state) == []
+
+
+# --- kernels that bring their UKI, kernels removed, Debian's hooks -------------
+
+def kernel_tree(m, *others):
+    """A kernel tree holding this build's kernel (its modules and Debian's
+    /boot/vmlinuz-VERSION) and, for each of OTHERS, a kernel installed
+    beside it (an empty module directory)."""
+    tree = os.path.join(m.top, "tree")
+    modules = os.path.join(tree, "lib", "modules")
+    os.makedirs(modules)
+    os.symlink(os.path.abspath(build("kernel", "tree", "lib", "modules", kver())),
+               os.path.join(modules, kver()))
+    os.makedirs(os.path.join(tree, "boot"))
+    os.symlink(os.path.abspath(TEST_KERNEL), os.path.join(tree, "boot", f"vmlinuz-{kver()}"))
+    for version in others:
+        os.makedirs(os.path.join(modules, version, "kernel"))
+    return tree
+
+
+def test_a_kernel_with_its_own_uki_has_it_offered_without_a_key():
+    with machine("bls") as m:
+        tree = kernel_tree(m)
+        # As kernel-uki-nmbl installs it, beside the kernel's modules.
+        packaged = os.path.join(tree, "usr", "lib", "modules", kver(), "nmbl.efi")
+        os.makedirs(os.path.dirname(packaged))
+        shutil.copy(build("nmbl.efi"), packaged)
+        p = m.kernel_install("add", kver(), TEST_KERNEL, NMBL_KERNEL_TREE=tree)
+        assert p.returncode == 0 and nmbl_lines(p.stderr) == [], p
+        assert_offered(m, packaged)
+        assert not os.path.exists(m.state)
+        # Again (kernel-uki-nmbl's own scriptlet after kernel-core's): the
+        # same UKI on trial is left as it is.
+        before = read(m.efivar("BootNext"))
+        p = m.kernel_install("add", kver(), TEST_KERNEL, NMBL_KERNEL_TREE=tree)
+        assert p.returncode == 0 and nmbl_lines(p.stderr) == [], p
+        assert read(m.efivar("BootNext")) == before
+        assert_offered(m, packaged)
+
+
+def test_removing_the_newest_kernel_offers_the_uki_of_the_one_left():
+    with machine("bls") as m:
+        m.configure_uki()
+        tree = kernel_tree(m, "99.0.0-newer", "1.0.0-older")
+        # An older kernel removed: nmbl's UKI stays around the newest.
+        p = m.kernel_install("remove", "1.0.0-older", NMBL_KERNEL_TREE=tree)
+        assert p.returncode == 0 and nmbl_lines(p.stderr) == [], p
+        assert not os.path.exists(m.efivar("BootNext"))
+        # The newest removed while the UKI built earlier around the kernel
+        # left is there: that one is offered, nothing built.
+        os.makedirs(os.path.dirname(m.uki()))
+        shutil.copy(build("nmbl.efi"), m.uki())
+        p = m.kernel_install("remove", "99.0.0-newer", NMBL_KERNEL_TREE=tree, verbose=True)
+        assert p.returncode == 0 and nmbl_lines(p.stderr) == [], p
+        assert f"nmbl: kernel {kver()} is now the newest: nmbl's UKI follows it.\n" in p.stdout
+        assert read(m.uki()) == read(build("nmbl.efi"))
+        assert_offered(m, m.uki())
+
+
+def test_removing_the_newest_kernel_builds_a_uki_for_the_one_left():
+    with machine("bls") as m:
+        m.configure_uki()
+        tree = kernel_tree(m, "99.0.0-newer")
+        p = m.kernel_install("remove", "99.0.0-newer", NMBL_KERNEL_TREE=tree)
+        assert p.returncode == 0 and nmbl_lines(p.stderr) == [], p
+        check_uki(m, TEST_KERNEL)
+
+
+def debian_hooks(m):
+    """Debian's /etc/kernel hook directories with nmbl's zz-nmbl in both,
+    as make install puts it, after a hook of the distribution's."""
+    hooks = os.path.join(m.top, "etc-kernel")
+    for d in ("postinst.d", "postrm.d"):
+        os.makedirs(os.path.join(hooks, d))
+        shutil.copy(os.path.join(TOP, "specs", "zz-nmbl"), os.path.join(hooks, d, "zz-nmbl"))
+        write(os.path.join(hooks, d, "initramfs-tools"), "#!/bin/sh\necho \"$0 $*\" >&2\n")
+        os.chmod(os.path.join(hooks, d, "initramfs-tools"), 0o755)
+    return hooks
+
+
+def run_parts(m, hooks, stage, *args, **extra):
+    """What a Debian kernel package's maintainer script runs."""
+    env = m.env([], NMBL_KERNEL_PLUGIN=PLUGIN, **extra)
+    return subprocess.run(["run-parts", "--report", "--exit-on-error"] +
+                          [f"--arg={a}" for a in args] + [os.path.join(hooks, stage)],
+                          env=env, capture_output=True, text=True)
+
+
+def test_debian_hooks_build_and_offer_the_uki_with_the_key_nmbl_key_made():
+    with machine("bls") as m:
+        hooks = debian_hooks(m)
+        tree = kernel_tree(m)
+        image = os.path.join(tree, "boot", f"vmlinuz-{kver()}")
+        # No key yet: said once, nothing built, nothing on stdout (debconf's).
+        p = run_parts(m, hooks, "postinst.d", kver(), image, NMBL_KERNEL_TREE=tree)
+        assert p.returncode == 0 and p.stdout == "", p
+        assert nmbl_lines(p.stderr) == [no_key_warning()], p.stderr
+        assert not os.path.exists(m.state) and not os.path.exists(m.efivar("BootNext"))
+        # The machine's owner settles how the UKI is built, then makes the
+        # key: nmbl-key keeps those lines and adds its own.
+        m.configure_uki(f"CMDLINE='{UKI_CMDLINE}'\nESP=/efi\n")
+        env = {"PATH": os.environ["PATH"], "NMBL_CONF_DIR": m.nmbl_conf}
+        p = subprocess.run([os.path.join(TOP, "nmbl-loader", "tools", "nmbl-key"), "create",
+                            "--subject", "nmbl test machine"],
+                           env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p
+        key, cert = (os.path.join(m.nmbl_conf, "keys", f) for f in ("nmbl.key", "nmbl.crt"))
+        assert os.stat(key).st_mode & 0o777 == 0o600
+        assert read(os.path.join(m.nmbl_conf, "uki.conf"), "r").splitlines()[-4:] == [
+            f"CMDLINE='{UKI_CMDLINE}'", "ESP=/efi", f"SIGN_KEY='{key}'", f"SIGN_CERT='{cert}'"]
+        p = run_parts(m, hooks, "postinst.d", kver(), image, NMBL_KERNEL_TREE=tree)
+        assert p.returncode == 0 and p.stdout == "", p
+        assert nmbl_lines(p.stderr) == [], p.stderr
+        # The distribution's hook ran first, as "zz-" promises.
+        assert p.stderr.startswith(os.path.join(hooks, "postinst.d", "initramfs-tools")), p.stderr
+        check_uki(m, TEST_KERNEL, cert=cert)
+        # The package removed: nmbl's files for it go, the slot keeps its
+        # copy, which the firmware still boots.
+        p = run_parts(m, hooks, "postrm.d", kver(), image, NMBL_KERNEL_TREE=tree)
+        assert p.returncode == 0 and p.stdout == "" and nmbl_lines(p.stderr) == [], p
+        assert os.listdir(m.state) == []
+        assert read(os.path.join(m.root, "efi", "EFI", "nmbl", "nmbl-a.efi"))[:2] == b"MZ"

@@ -16,8 +16,10 @@ import tempfile
 import time
 
 from test_install import BUILD, TOP, make, make_var
+from test_kernel_install import PLUGIN, TEST_KERNEL, assert_offered, machine, nmbl_lines
 
 SPEC = os.path.join(TOP, "specs", "nmbl.spec")
+UKI_SPEC = os.path.join(TOP, "specs", "kernel-uki-nmbl.spec")
 TOPDIR = os.path.join(BUILD, "rpm")
 PACKAGES = ("nmbl", "nmbl-devel", "nmbl-dracut", "nmbl-uki")
 # Neither the caller's make flags nor nmbl's build variables reach rpmbuild,
@@ -160,11 +162,16 @@ def test_rpmbuild_makes_each_package_with_exactly_its_files():
     rpms = built()
     k, v = kver(), make_var("VERSION")
     want = {
-        "nmbl": {"/usr/bin/nmbl", "/usr/lib64/libnmbl.so.1", "/usr/share/man/man8/nmbl.8",
+        "nmbl": {"/usr/bin/nmbl", "/usr/bin/nmbl-key", "/usr/lib64/libnmbl.so.1",
+                 "/usr/share/man/man8/nmbl.8", "/usr/share/man/man8/nmbl-key.8",
                  "/usr/lib/dracut/modules.d/96nmbl-handover",
                  "/usr/lib/dracut/modules.d/96nmbl-handover/module-setup.sh",
                  "/usr/lib/dracut/modules.d/96nmbl-handover/nmbl-handover.sh",
+                 "/usr/lib/kernel/install.d/95-nmbl.install",
+                 "/usr/lib/systemd/system/nmbl-bless.service",
+                 "/usr/lib/systemd/system-preset/90-nmbl.preset", "/etc/nmbl", "/var/lib/nmbl",
                  f"/usr/share/doc/nmbl-{v}", f"/usr/share/doc/nmbl-{v}/README.md",
+                 f"/usr/share/doc/nmbl-{v}/uki.conf.example",
                  f"/usr/share/licenses/nmbl-{v}", f"/usr/share/licenses/nmbl-{v}/COPYING"},
         "nmbl-devel": {"/usr/include/libnmbl.h", "/usr/lib64/libnmbl.so",
                        "/usr/lib64/pkgconfig/libnmbl.pc", "/usr/share/man/man3/libnmbl.3"},
@@ -178,11 +185,9 @@ def test_rpmbuild_makes_each_package_with_exactly_its_files():
                         "/usr/lib/dracut/modules.d/97nmbl/mdadm.conf",
                         "/usr/lib/dracut/modules.d/97nmbl/lvm.conf",
                         "/usr/share/man/man8/nmbl-init.8"},
-        "nmbl-uki": {"/usr/lib/nmbl", f"/usr/lib/nmbl/{k}", f"/usr/lib/nmbl/{k}/nmbl.efi",
-                     "/usr/lib/kernel/install.d/95-nmbl.install",
-                     "/usr/lib/systemd/system/nmbl-bless.service",
-                     "/usr/lib/systemd/system-preset/90-nmbl.preset", "/etc/nmbl", "/var/lib/nmbl",
-                     f"/usr/share/doc/nmbl-uki-{v}", f"/usr/share/doc/nmbl-uki-{v}/uki.conf.example"},
+        # Debian's kernel hooks are not Fedora's: kernel-install runs the
+        # plugin there.
+        "nmbl-uki": {"/usr/lib/nmbl", f"/usr/lib/nmbl/{k}", f"/usr/lib/nmbl/{k}/nmbl.efi"},
     }
     for name, rpm in rpms.items():
         got = files_of(rpm)
@@ -290,3 +295,71 @@ def test_packages_install_into_a_scratch_root_and_erase():
         left = [os.path.join(t, n) for t, _, names in os.walk(root) for n in names]
         # Only rpm's own database is left.
         assert all("/var/lib/rpm" in f or "/.rpmdb" in f or "/usr/lib/sysimage/rpm" in f for f in left), left
+
+
+def test_per_kernel_package_holds_its_uki_and_hands_it_to_kernel_install():
+    rpms = built()
+    k = kver()
+    tree = os.path.abspath(os.path.join(BUILD, "kernel", "tree"))
+    with tempfile.TemporaryDirectory(dir=BUILD) as tmp:
+        # The build server's buildroot: nmbl-dracut installed from its
+        # package (BuildRequires), the kernel package unpacked.
+        root = os.path.join(tmp, "root")
+        run("rpm", "--root", root, "--nodeps", "--noscripts", "-i", rpms["nmbl"], rpms["nmbl-dracut"])
+        libexec = f"{root}/usr/libexec/nmbl"
+        env = dict(CLEAN_ENV, NMBL_GRUB_EMU=f"{libexec}/grub-emu", NMBL_BIN=f"{root}/usr/bin/nmbl",
+                   NMBL_CONSOLE=f"{libexec}/nmbl-console", NMBL_INIT=f"{libexec}/nmbl-init")
+        topdir = os.path.join(tmp, "rpmbuild")
+        key, cert = (os.path.join(TOP, make_var(v)) for v in ("SIGN_KEY", "SIGN_CERT"))
+        p = subprocess.run(
+            ["rpmbuild", "-bb", "--nodeps", "--define", f"_topdir {topdir}",
+             "--define", f"nmbl_kver {k}", "--define", f"nmbl_kernel_tree {tree}",
+             "--define", f"nmbl_kernel_image {tree}/boot/vmlinuz-{k}",
+             "--define", f"nmbl_libexecdir {libexec}",
+             "--define", f"nmbl_datadir {root}/usr/share/nmbl",
+             "--define", f"nmbl_dracut_module {root}/usr/lib/dracut/modules.d/97nmbl",
+             "--define", f"nmbl_sign_key {key}", "--define", f"nmbl_sign_cert {cert}", UKI_SPEC],
+            capture_output=True, text=True, env=env)
+        assert p.returncode == 0 and "RPM build warnings" not in p.stdout + p.stderr, \
+            (p.stdout + p.stderr)[-3000:]
+        version, release = k.split("-", 1)
+        rpm = os.path.join(topdir, "RPMS", "x86_64",
+                           f"kernel-uki-nmbl-{version}-{release.replace('-', '_')}.x86_64.rpm")
+        assert os.path.exists(rpm), os.listdir(os.path.join(topdir, "RPMS", "x86_64"))
+        uki = f"/usr/lib/modules/{k}/nmbl.efi"
+        assert files_of(rpm) == {uki}, files_of(rpm)
+        # Kept one per kernel, as dnf keeps kernels; needing the plugin.
+        assert "installonlypkg(kernel)" in query(rpm, "[%{PROVIDES}\\n]").split("\n")
+        requires = query(rpm, "[%{REQUIREFLAGS:deptype} %{REQUIRES}\\n]").split("\n")
+        assert "posttrans nmbl" in requires and "manual nmbl" in requires, requires
+        run("rpm", "--root", root, "--nodeps", "--noscripts", "-i", rpm)
+        # Around the kernel package's own vmlinuz, signed by the key given.
+        info = json.loads(run(os.path.join(BUILD, "nmbl"), "inspect", "--json", root + uki).stdout)
+        assert info["type"] == "uki" and info["version"].startswith(k + " "), info
+        run("sbverify", "--cert", cert, root + uki)
+        linux = os.path.join(tmp, "linux")
+        run("objcopy", "-O", "binary", "--only-section=.linux", root + uki, linux)
+        with open(linux, "rb") as a, open(f"{tree}/boot/vmlinuz-{k}", "rb") as b:
+            assert a.read() == b.read(), "the UKI holds another kernel"
+
+        # Its scriptlet, with this machine's kernel-install and nmbl's
+        # plugin, on a scratch machine without a key of its own: the UKI
+        # is offered through the slots.
+        posttrans = scriptlet(rpm, "POSTTRANS")
+        p = subprocess.run(["shellcheck", "-s", "sh", "-"], input=posttrans, capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout
+        with machine("bls") as m:
+            fw = os.path.join(tmp, "firmware-efi")
+            os.mkdir(fw)
+            script = (posttrans.replace("/sys/firmware/efi", fw)
+                      .replace("/usr/lib/kernel/install.d/95-nmbl.install", PLUGIN)
+                      .replace(f"/usr/lib/modules/{k}/vmlinuz", os.path.abspath(TEST_KERNEL)))
+            env = m.env([], NMBL_KERNEL_TREE=root)
+            del env["KERNEL_INSTALL_PLUGINS"]
+            p = subprocess.run(["sh", "-eu", "-c", script, "posttrans", "0"],
+                               capture_output=True, text=True, env=env)
+            assert p.returncode == 0 and nmbl_lines(p.stderr) == [] and \
+                "kernel-uki-nmbl" not in p.stderr, p
+            assert_offered(m, root + uki)
+            # The kernel's own entry is kernel-core's: not written again.
+            assert not os.path.exists(m.entry()), m.entry()
