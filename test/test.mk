@@ -266,3 +266,22 @@ $(RAID)/machine.json: $(SYSTEM_DEPS) $(T)/nmbl-lvm.efi $(SYSTEM_BASE)raid-lvm
 # The machine that takes longest to make first: with a job per CPU, the
 # other two are made beside it.
 SYSTEM_FIXTURES = $(RAID)/machine.json $(STACKED)/machine.json $(SYSTEM)/machine.json
+
+# shim as a PC's firmware starts it: Debian's shim-unsigned, signed with the
+# test key (standing in for Microsoft's CA), its latest SBAT level revoking
+# nmbl's generation 1 (test/target/mkshim); and nmbl's UKI of generation 2,
+# which that level lets through.
+SHIM_TREE = $(BUILD)/shim/tree
+$(BUILD)/shim/stamp: test/fetch-deb
+	test/fetch-deb $(CACHE)/shim $(SHIM_TREE) shim-unsigned
+	touch $@
+$(T)/shim-signed/shimx64.efi: $(BUILD)/shim/stamp test/target/mkshim $(SIGN_KEY) $(SIGN_CERT)
+	test/target/mkshim $(SHIM_TREE) $(SIGN_KEY) $(SIGN_CERT) $(@D)
+$(T)/sbat-nmbl-2.csv: dracut/sbat.csv
+	@mkdir -p $(@D)
+	sed 's/^nmbl,1,/nmbl,2,/' $< >$@
+	grep -q '^nmbl,2,' $@
+$(T)/nmbl-sbat2.efi: $(BUILD)/nmbl-initrd.img $(T)/sbat-nmbl-2.csv $(TEST_MKUKI_DEPS)
+	dracut/mkuki $(UKI_STUB) $(NMBL_KERNEL) $< "$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT)" \
+		dracut/os-release $(T)/sbat-nmbl-2.csv $@ $(SIGN_KEY) $(SIGN_CERT)
+TEST_FIXTURES += $(T)/shim-signed/shimx64.efi $(T)/nmbl-sbat2.efi

@@ -131,19 +131,35 @@ static bool same_target(const struct nmbl_load_option *a, const struct nmbl_load
 	return ua && ub && fa && fb && strcasecmp(ua, ub) == 0 && nmbl_efi_path_equal(fa, fb);
 }
 
-/*
- * The Boot#### to start the program WANT with: the lowest that already
- * starts it (*RET_SAME true), else the lowest whose description is
- * RESERVED (nmbl's own, to be rewritten), else the lowest free number.
- * WANT and RESERVED may be NULL: the lowest free number.
- */
-static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *want,
-			 const char *reserved, unsigned *ret, bool *ret_same)
+/* The load options of A and B (what shim reads as its second stage's
+ * name) as text, up to the first NUL: equal, or both empty. */
+static bool same_arguments(const struct nmbl_load_option *a, const struct nmbl_load_option *b)
+{
+	_cleanup_free_ char *ta = NULL, *tb = NULL;
+	const void *da, *db;
+	size_t la = nmbl_load_option_get_optional_data(a, &da);
+	size_t lb = nmbl_load_option_get_optional_data(b, &db);
+
+	if (nmbl_utf16_to_utf8(la ? da : "", la, &ta) < 0 ||
+	    nmbl_utf16_to_utf8(lb ? db : "", lb, &tb) < 0)
+		return false;
+	return strcmp(ta, tb) == 0;
+}
+
+bool nmbl_load_option_starts_same(const struct nmbl_load_option *a,
+				  const struct nmbl_load_option *b)
+{
+	return same_target(a, b) && same_arguments(a, b);
+}
+
+#define BOOT_NUMBERS 0x10000
+#define IS_USED(used, n) ((used)[(n) / 8] & (1 << ((n) % 8)))
+
+/* Which Boot#### variables there are: bit N of USED for Boot<N>. */
+static int boot_numbers_used(struct nmbl_ctx *ctx, unsigned char used[BOOT_NUMBERS / 8])
 {
 	static const char suffix[] = "-" NMBL_EFI_GLOBAL_GUID;
 	_cleanup_free_ char *dir = nmbl_path(ctx, NMBL_EFIVARS);
-	unsigned char used[0x10000 / 8] = { 0 };
-	unsigned same = 0x10000, own = 0x10000;
 	struct dirent *de;
 	DIR *d;
 
@@ -153,8 +169,6 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
-		struct nmbl_load_option *opt = NULL;
-		const char *desc;
 		unsigned n;
 		char hex[5];
 
@@ -168,23 +182,79 @@ static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *wa
 			continue;
 		n = (unsigned)strtoul(hex, NULL, 16);
 		used[n / 8] |= (unsigned char)(1 << (n % 8));
-		if (!want || (n > same && n > own) || nmbl_read_boot_option(ctx, n, &opt) < 0)
-			continue;
-		desc = nmbl_load_option_get_description(opt);
-		if (n < same && same_target(opt, want))
-			same = n;
-		else if (n < own && reserved && desc && strcmp(desc, reserved) == 0)
-			own = n;
-		nmbl_load_option_free(opt);
 	}
 	closedir(d);
-	*ret_same = same < 0x10000;
-	if (same < 0x10000 || own < 0x10000) {
-		*ret = same < 0x10000 ? same : own;
+	return 0;
+}
+
+/*
+ * The lowest Boot#### that starts what WANT starts, whatever its
+ * description (nmbl_load_option_starts_same()); -ENOENT when none does.
+ */
+int nmbl_find_boot_option(struct nmbl_ctx *ctx, const struct nmbl_load_option *want,
+			  unsigned *ret)
+{
+	unsigned char used[BOOT_NUMBERS / 8] = { 0 };
+	int r = boot_numbers_used(ctx, used);
+
+	if (r < 0)
+		return r;
+	for (unsigned n = 0; n < BOOT_NUMBERS; n++) {
+		struct nmbl_load_option *opt = NULL;
+		bool same;
+
+		if (!IS_USED(used, n) || nmbl_read_boot_option(ctx, n, &opt) < 0)
+			continue;
+		same = nmbl_load_option_starts_same(opt, want);
+		nmbl_load_option_free(opt);
+		if (same) {
+			*ret = n;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/*
+ * The Boot#### to start the program WANT with: the lowest that already
+ * starts it (*RET_SAME true), else the lowest whose description is
+ * RESERVED (nmbl's own, to be rewritten), else the lowest free number.
+ * WANT and RESERVED may be NULL: the lowest free number.
+ */
+static int choose_number(struct nmbl_ctx *ctx, const struct nmbl_load_option *want,
+			 const char *reserved, unsigned *ret, bool *ret_same)
+{
+	unsigned char used[BOOT_NUMBERS / 8] = { 0 };
+	unsigned own = BOOT_NUMBERS;
+	int r = boot_numbers_used(ctx, used);
+
+	if (r < 0)
+		return r;
+	for (unsigned n = 0; want && n < BOOT_NUMBERS; n++) {
+		struct nmbl_load_option *opt = NULL;
+		const char *desc;
+		bool same;
+
+		if (!IS_USED(used, n) || nmbl_read_boot_option(ctx, n, &opt) < 0)
+			continue;
+		desc = nmbl_load_option_get_description(opt);
+		same = same_target(opt, want);
+		if (!same && n < own && reserved && desc && strcmp(desc, reserved) == 0)
+			own = n;
+		nmbl_load_option_free(opt);
+		if (same) {
+			*ret_same = true;
+			*ret = n;
+			return 0;
+		}
+	}
+	*ret_same = false;
+	if (own < BOOT_NUMBERS) {
+		*ret = own;
 		return 0;
 	}
-	for (unsigned n = 0; n < 0x10000; n++)
-		if (!(used[n / 8] & (1 << (n % 8)))) {
+	for (unsigned n = 0; n < BOOT_NUMBERS; n++)
+		if (!IS_USED(used, n)) {
 			*ret = n;
 			return 0;
 		}

@@ -171,6 +171,12 @@ int nmbl_boot_option_for(struct nmbl_ctx *ctx, const char *disk, uint64_t start,
 			 size_t data_len, void **ret, size_t *ret_len);
 /* The lowest Boot#### number that no option uses; -ENOSPC when none. */
 int nmbl_boot_option_free_number(struct nmbl_ctx *ctx, unsigned *ret);
+/* Whether A and B start the same program on the same partition with the
+ * same load options; the lowest Boot#### that starts what WANT starts. */
+bool nmbl_load_option_starts_same(const struct nmbl_load_option *a,
+				  const struct nmbl_load_option *b);
+int nmbl_find_boot_option(struct nmbl_ctx *ctx, const struct nmbl_load_option *want,
+			  unsigned *ret);
 
 /* An EFI file path as the firmware opens it on FAT: '\\'-separated from
  * the root, "." and ".." resolved, repeated separators dropped; malloc'ed. */

@@ -562,34 +562,51 @@ static int slot_option(struct nmbl_ctx *ctx, const struct nmbl_slots *s, int i, 
  * number: the state file is on the ESP, which anyone with the disk may
  * write, and must not make install overwrite, bless move first or remove
  * delete another system's option.  nmbl's own has the slot's description
- * and starts the slot's file (or shim beside it); a number that holds no
- * option is free to take.  Otherwise the slot has no option yet (-1), and
- * install takes a free number.
+ * and starts the slot's file (or shim beside it), or starts exactly what
+ * the slot's option starts under another description: shim's fallback
+ * makes the option again from BOOTX64.CSV, with the label written there,
+ * when the firmware lost its variables.  When the state's number holds no
+ * option, or another's, the lowest option that starts the slot is the
+ * slot's; else a number that holds no option is free to take, and
+ * otherwise the slot has no option yet (-1): install takes a free number.
  */
 static void check_slot_number(struct nmbl_ctx *ctx, struct nmbl_slots *s, int i)
 {
-	struct nmbl_load_option *opt = NULL;
+	struct nmbl_load_option *opt = NULL, *want = NULL;
+	_cleanup_free_ void *raw = NULL;
 	char file[512], desc[32];
 	const char *have_desc, *have_file;
+	unsigned found;
+	size_t len;
 	int r;
 
 	if (s->boot[i] < 0)
 		return;
+	if (slot_option(ctx, s, i, &raw, &len) < 0 || nmbl_load_option_parse(raw, len, &want) < 0)
+		want = NULL;
 	r = nmbl_read_boot_option(ctx, (unsigned)s->boot[i], &opt);
-	if (r == -ENOENT)
-		return;
-	slot_efi_file(s, i, file, sizeof(file));
-	slot_description(i, desc, sizeof(desc));
-	have_desc = nmbl_load_option_get_description(opt);
-	have_file = nmbl_load_option_get_file(opt);
-	if (r < 0 || !have_desc || strcmp(have_desc, desc) != 0 || !have_file ||
-	    !nmbl_efi_path_equal(have_file, file)) {
-		nmbl_notice(ctx, "%s names Boot%04X for slot %c, but that option is not nmbl's: "
-			    "left alone, the slot gets a number of its own",
-			    STATE_FILE, (unsigned)s->boot[i], slot_name(i));
-		s->boot[i] = -1;
+	if (r != -ENOENT) {
+		slot_efi_file(s, i, file, sizeof(file));
+		slot_description(i, desc, sizeof(desc));
+		have_desc = r < 0 ? NULL : nmbl_load_option_get_description(opt);
+		have_file = r < 0 ? NULL : nmbl_load_option_get_file(opt);
+		if (!(have_desc && strcmp(have_desc, desc) == 0 && have_file &&
+		      nmbl_efi_path_equal(have_file, file)) &&
+		    !(r == 0 && want && nmbl_load_option_starts_same(opt, want))) {
+			nmbl_notice(ctx, "%s names Boot%04X for slot %c, but that option is not "
+				    "nmbl's: left alone, the slot gets a number of its own",
+				    STATE_FILE, (unsigned)s->boot[i], slot_name(i));
+			s->boot[i] = -1;
+		}
+		nmbl_load_option_free(opt);
 	}
-	nmbl_load_option_free(opt);
+	if ((r == -ENOENT || s->boot[i] < 0) && want &&
+	    nmbl_find_boot_option(ctx, want, &found) == 0) {
+		nmbl_notice(ctx, "slot %c's option is Boot%04X, which starts it (made again, "
+			    "as shim's fallback makes it)", slot_name(i), found);
+		s->boot[i] = (int)found;
+	}
+	nmbl_load_option_free(want);
 }
 
 /* Slot I's Boot####: the one the state names (nmbl's own, written anew

@@ -20,7 +20,7 @@ from vm import KEY_DOWN, KEY_ENTER
 import mkdisk
 
 CURRENT = r'nmbl: boot-current: Boot([0-9A-F]{4}) "([^"]*)"'
-BOOTCFG = r"NMBL-TARGET-BOOTCFG (\w+) exit=(\d+)\r?\n"
+BOOTCFG = r"NMBL-TARGET-BOOTCFG ([\w-]+) exit=(\d+)\r?\n"
 BOOTORDER = r"NMBL-TARGET-BOOTORDER order=(\S+) next=(\S+)\r?\n"
 SLOT_STATE = r"slot ([ab]): (\w+)"
 # The ESP's own drivers for the target, and what it does there.
@@ -40,9 +40,9 @@ ACTIONS = [
 ]
 
 
-def grub_cfg():
+def grub_cfg(menu=ACTIONS):
     text = "set timeout=600\n\n"
-    for title, actions in ACTIONS:
+    for title, actions in menu:
         text += entry(title, f"/vmlinuz-{kver()}", f"{ESP_DRIVERS} nmbl.test-bootcfg={actions}")
     return text
 
@@ -63,11 +63,13 @@ def make_machine(name):
 
 
 class Boot:
-    """One start of the machine, up to the target's power-off."""
+    """One start of the machine, up to the target's power-off.  MENU is
+    grub.cfg's, (title, actions) pairs."""
 
-    def __init__(self, image, vars_file, name):
+    def __init__(self, image, vars_file, name, menu=ACTIONS, log="slots"):
+        self.menu = menu
         self.vm = VM(image, vars_file=vars_file,
-                     log_file=build_path("test", f"slots-{name}.log"))
+                     log_file=build_path("test", f"{log}-{name}.log"))
 
     def __enter__(self):
         self.vm.start()
@@ -84,7 +86,7 @@ class Boot:
     def select(self, title):
         """Boot the menu's entry TITLE, up to the target's start; its index."""
         self.vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
-        index = [t for t, _ in ACTIONS].index(title)
+        index = [t for t, _ in self.menu].index(title)
         self.vm.send(KEY_DOWN * index + KEY_ENTER)
         self.vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         return index
@@ -94,7 +96,7 @@ class Boot:
         (exit status, BootOrder, BootNext, the text the command printed)."""
         index = self.select(title)
         results = {}
-        for _ in ACTIONS[index][1].split(","):
+        for _ in self.menu[index][1].split(","):
             start = len(self.vm.clean_log())
             m = self.vm.wait_for(BOOTCFG, timeout=BOOT_TIMEOUT, clean=True)
             said = self.vm.clean_log()[start:m.start()]

@@ -66,13 +66,22 @@
  *                                      --test-passphrase --token-only: 0
  *                                      when the TPM gave the key
  *
- * With nmbl.test-bootcfg=ACTION[,ACTION]... (install:PATH, bless, status,
- * remove), what nmbl's package and bless unit do on a real system: the
- * ESP (/dev/vda1, FAT; the entry loads vfat with rd.driver.pre=) mounted
- * on /efi, then "nmbl --verbose bootcfg ACTION [PATH]" for each, its own
- * lines (and libnmbl's) on the console, and after each:
+ * With nmbl.test-bootcfg=ACTION[,ACTION]... (install:PATH[@SHIM], bless,
+ * status, remove), what nmbl's package and bless unit do on a real system:
+ * the ESP (/dev/vda1, FAT; the entry loads vfat with rd.driver.pre=)
+ * mounted on /efi, then "nmbl --verbose bootcfg ACTION [PATH] [--shim
+ * SHIM]" for each, its own lines (and libnmbl's) on the console, and after
+ * each:
  *   NMBL-TARGET-BOOTCFG <action> exit=<status>
  *   NMBL-TARGET-BOOTORDER order=<BootOrder, 0003,0001> next=<BootNext|->
+ * Two more actions for shim, followed by the same two lines (exit is 0 or
+ * an errno): sbat-latest asks shim to apply its latest SBAT level at the
+ * next start (SbatPolicy, as "mokutil --set-sbat-policy latest" writes
+ * it), and trust says what the kernel's keyrings were given and what shim
+ * left:
+ *   NMBL-TARGET-CERT <text>       each kernel message about an X.509
+ *                                 certificate it loaded, and from where
+ *   NMBL-TARGET-SBATLEVEL <line>  each line of SbatLevelRT
  */
 
 #include <dirent.h>
@@ -610,18 +619,80 @@ static int run_program(char *const argv[], char *const envp[], bool quiet)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+#define SHIM_GUID "605dab50-e046-4300-abb6-3dd810dd8b23"
+
+static int sbat_policy_latest(void)
+{
+	/* NV, BS, RT; then SBAT_POLICY_LATEST. */
+	static const unsigned char v[] = { 7, 0, 0, 0, 1 };
+	int fd = open(EFIVARS "/SbatPolicy-" SHIM_GUID, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		      0644);
+	int err = 0;
+
+	if (fd < 0 || write(fd, v, sizeof(v)) != (ssize_t)sizeof(v))
+		err = errno;
+	if (fd >= 0 && close(fd) < 0 && !err)
+		err = errno;
+	return err;
+}
+
+static void report_trust(void)
+{
+	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *log = size > 0 ? malloc((size_t)size + 1) : NULL, *line, *save = NULL;
+	char level[512];
+	ssize_t n = -1;
+	int fd;
+
+	if (log) {
+		int got = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, size);
+
+		if (got >= 0) {
+			log[got] = '\0';
+			for (line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+				if (strstr(line, "X.509"))
+					out_line("NMBL-TARGET-CERT %s", line);
+		}
+		free(log);
+	}
+	fd = open(EFIVARS "/SbatLevelRT-" SHIM_GUID, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, level, sizeof(level) - 1);
+		close(fd);
+	}
+	if (n < 4) {
+		out_line("NMBL-TARGET-SBATLEVEL -");
+		return;
+	}
+	level[n] = '\0';
+	save = NULL;
+	for (line = strtok_r(level + 4, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		out_line("NMBL-TARGET-SBATLEVEL %s", line);
+}
+
 static void run_bootcfg(const char *action)
 {
-	char verb[64], order[400], next[16];
+	char verb[64], path[256], order[400], next[16];
 	const char *arg = strchr(action, ':');
 	size_t len = arg ? (size_t)(arg - action) : strlen(action);
-	char *argv[] = { "/usr/bin/nmbl", "--verbose", "bootcfg", verb,
-			 arg ? (char *)arg + 1 : NULL, NULL };
+	const char *shim = arg ? strchr(arg, '@') : NULL;
+	char *argv[] = { "/usr/bin/nmbl", "--verbose", "bootcfg", verb, arg ? path : NULL,
+			 shim ? "--shim" : NULL, shim ? (char *)shim + 1 : NULL, NULL };
 	char *envp[] = { NULL };
 	int status;
 
 	snprintf(verb, sizeof(verb), "%.*s", (int)len, action);
-	status = run_program(argv, envp, false);
+	if (arg)
+		snprintf(path, sizeof(path), "%.*s",
+			 (int)(shim ? (size_t)(shim - arg - 1) : strlen(arg + 1)), arg + 1);
+	if (strcmp(verb, "sbat-latest") == 0) {
+		status = sbat_policy_latest();
+	} else if (strcmp(verb, "trust") == 0) {
+		report_trust();
+		status = 0;
+	} else {
+		status = run_program(argv, envp, false);
+	}
 	out_line("NMBL-TARGET-BOOTCFG %s exit=%d", verb, status);
 	boot_numbers("BootOrder", order, sizeof(order));
 	boot_numbers("BootNext", next, sizeof(next));

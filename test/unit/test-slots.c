@@ -392,22 +392,30 @@ static void test_the_esp_is_a_mounted_fat(void)
 }
 
 /* Another system's option, as its installer writes it. */
-static void write_windows_option(int number)
+/* Boot<NUMBER>: DESCRIPTION, starting FILE on the ESP with DATA (LEN bytes)
+ * as its load options. */
+static void write_option(int number, const char *description, const char *file,
+			 const void *data, size_t len)
 {
 	_cleanup_free_ void *opt = NULL;
 	unsigned char raw[4 + 1024] = { 0x07, 0, 0, 0 };
 	char path[128];
-	size_t len = 0;
+	size_t opt_len = 0;
 
-	CHECK_INT(nmbl_load_option_build_data("Windows Boot Manager", ESP_UUID, 1, 2048, 204800,
-					      "\\EFI\\Microsoft\\Boot\\bootmgfw.efi", NULL, 0,
-					      &opt, &len),
+	CHECK_INT(nmbl_load_option_build_data(description, ESP_UUID, 1, 2048, 204800, file, data,
+					      len, &opt, &opt_len),
 		  0);
-	if (!opt || len > sizeof(raw) - 4)
+	if (!opt || opt_len > sizeof(raw) - 4)
 		return;
-	memcpy(raw + 4, opt, len);
+	memcpy(raw + 4, opt, opt_len);
 	snprintf(path, sizeof(path), NMBL_EFIVARS "Boot%04X" GLOBAL, number);
-	fixture_write(path, raw, 4 + len);
+	fixture_write(path, raw, 4 + opt_len);
+}
+
+static void write_windows_option(int number)
+{
+	write_option(number, "Windows Boot Manager", "\\EFI\\Microsoft\\Boot\\bootmgfw.efi",
+		     NULL, 0);
 }
 
 /* The slots file is on the ESP, which anyone with the disk may write: its
@@ -451,6 +459,44 @@ static void test_slots_file_naming_another_option_leaves_it_alone(void)
 	nmbl_slots_free(s);
 }
 
+/* Boot<NUMBER>, labelled "nmbl" as BOOTX64.CSV says, starting shim with
+ * DATA (LEN bytes of UTF-16, no NUL, as shim's fallback writes it). */
+static void write_fallback_option(int number, const char *data, size_t len)
+{
+	write_option(number, "nmbl", "\\EFI\\nmbl\\shimx64.efi", data, len);
+}
+
+/* The firmware lost its variables; shim's fallback read BOOTX64.CSV and
+ * made the good slot's option again, at another number: that option is
+ * the slot's, and this start came from the slot. */
+static void test_option_shims_fallback_made_is_the_slots(void)
+{
+	static const char slot_a[] = "n\0m\0b\0l\0-\0a\0.\0e\0f\0i\0";
+	static const char slot_b[] = "n\0m\0b\0l\0-\0b\0.\0e\0f\0i\0";
+	enum nmbl_bless_result res;
+	struct nmbl_slots *s;
+	char slot = 0;
+
+	setup(0);
+	s = open_slots();
+	CHECK_INT(nmbl_slots_install(s, UKI, "/EFI/nmbl/shimx64.efi", &slot), 0);
+	CHECK_INT(nmbl_slots_get_boot_number(s, 'a'), 2);
+	nmbl_slots_free(s);
+	firmware_starts(2);
+	s = open_slots();
+	CHECK_INT(nmbl_slots_bless(s, &res), 0);
+	nmbl_slots_free(s);
+
+	remove(fixture_path(NMBL_EFIVARS "Boot0002" GLOBAL));
+	write_fallback_option(3, slot_b, sizeof(slot_b) - 1);
+	write_fallback_option(4, slot_a, sizeof(slot_a) - 1);
+	firmware_starts(4);
+	s = open_slots();
+	CHECK_INT(nmbl_slots_get_boot_number(s, 'a'), 4);
+	CHECK_INT(nmbl_slots_get_current(s), 'a');
+	nmbl_slots_free(s);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -463,6 +509,7 @@ int main(void)
 		test_refused_before_the_firmware_sees_it,
 		test_the_esp_is_a_mounted_fat,
 		test_slots_file_naming_another_option_leaves_it_alone,
+		test_option_shims_fallback_made_is_the_slots,
 		NULL,
 	};
 
