@@ -403,6 +403,23 @@ def test_failures_are_one_sentence_and_do_not_fail_the_install():
         lines = nmbl_lines(p.stderr)
         assert len(lines) == 1 and lines[0].startswith(f"nmbl: cannot inspect kernel {kver()} ("), p.stderr
         assert os.path.isfile(m.entry())
+        # A program of nmbl's image whose library is not installed: dracut
+        # would leave the library out, and the image's init could not start.
+        m.configure_uki()
+        lib = os.path.join(m.top, "libnmblgone.so")
+        init = os.path.join(m.top, "nmbl-init")
+        src = os.path.join(m.top, "gone.c")
+        write(src, "int gone(void) { return 0; }\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", lib, src], check=True)
+        write(src, "int gone(void);\nint main(void) { return gone(); }\n")
+        subprocess.run(["cc", "-o", init, src, lib, f"-Wl,-rpath,{m.top}"], check=True)
+        os.unlink(lib)
+        p = m.kernel_install("add", kver(), TEST_KERNEL, NMBL_INIT=init)
+        assert p.returncode == 0, p
+        assert nmbl_lines(p.stderr) == [
+            f"nmbl: cannot build nmbl's initramfs for kernel {kver()}: {init} needs "
+            f"{lib}, which is not installed: nmbl's UKI is not rebuilt."], p.stderr
+        assert not os.path.exists(m.uki())
         # The slot tool finds no ESP: the UKI is built, the firmware left alone.
         m.configure_uki()
         os.unlink(os.path.join(m.root, "proc", "self", "mountinfo"))
