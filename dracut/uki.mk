@@ -48,7 +48,7 @@ NMBL_MODULE = dracut/modules.d/97nmbl
 NMBL_COMPRESS ?= lz4
 
 # dracut for nmbl's kernel with nmbl's module (and the module dirs given).
-NMBL_DRACUT = NMBL_SHELL=$(NMBL_SHELL) NMBL_LVM=$(NMBL_LVM) NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
+NMBL_DRACUT = NMBL_SHELL=$(NMBL_SHELL) NMBL_LVM=$(NMBL_LVM) NMBL_MDADM=required NMBL_GRUB_EMU=$(abspath $(BUILD)/grub-emu) NMBL_BIN=$(abspath $(BUILD)/nmbl) \
 	NMBL_CONSOLE=$(abspath $(BUILD)/nmbl-console) NMBL_INIT=$(abspath $(BUILD)/nmbl-init) \
 	dracut/run-dracut $(KERNEL_TREE) $(KVER_OF)
 NMBL_DRACUT_DEPS = $(wildcard $(NMBL_MODULE)/*) dracut/run-dracut $(BUILD)/grub-emu \

@@ -643,7 +643,8 @@ static void set_up_volumes(struct nmbl_ctx *ctx)
 		say("cannot look for RAID and LVM members: %s", strerror(-r));
 		return;
 	}
-	if (kinds & NMBL_VOLUMES_MD) {
+	/* An image a machine without mdadm built for itself has none. */
+	if ((kinds & NMBL_VOLUMES_MD) && access(MDADM, X_OK) == 0) {
 		char *argv[] = { MDADM, "--assemble", "--scan", "--readonly", "--run", NULL };
 
 		/* The kernel would ask modprobe, which nmbl's initramfs has not.

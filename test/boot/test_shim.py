@@ -113,9 +113,12 @@ def test_shim_starts_nmbl_refuses_a_revoked_one_and_restores_it():
         b.vm.wait_for(refused, timeout=BOOT_TIMEOUT, clean=True)
         b.vm.send_raw(KEY_ENTER)
         b.vm.wait_for(r"Failed to load image: Security Policy Violation", timeout=60, clean=True)
-        # shim offers MokManager (to enrol what it refused); its countdown
-        # runs out, and shim tries once more.
+        # shim offers MokManager (to enrol what it refused): into it, and
+        # out by its first choice, "Continue boot"; shim tries once more.
         b.vm.wait_for(r"Press any key to perform MOK management", timeout=60, clean=True)
+        b.vm.send_raw(KEY_ENTER)
+        b.vm.wait_for(r"Continue boot", timeout=60, clean=True)
+        b.vm.send_raw(KEY_ENTER)
         b.vm.wait_for(refused, timeout=60, clean=True)
         b.vm.send_raw(KEY_ENTER)
         assert b.current() == (slot_a, "nmbl (slot a)")

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "boot"))
@@ -23,6 +24,9 @@ MENU_READY = fixture.MENU_READY
 # The line nmbl-test-report.service prints once multi-user.target is reached.
 SYSTEM_UP = r"NMBL-SYSTEM-UP release=(\S+) multi-user=(\S+) cmdline=([^\r\n]*)\r?\n"
 PROMPT = "root@nmbl-debian:~# "
+# A command in the machine that takes this long (seconds) is named in the
+# test's output, with its time: where a start's minutes go.
+SLOW_COMMAND = 10
 # Firmware to multi-user.target: what these phases take on this machine,
 # with room for a busy one (test/vm/vm.py, phase_budget()).
 BOOT_TIMEOUT = fixture.vm.SYSTEM_TIMEOUT
@@ -113,10 +117,14 @@ class Shell:
         not contain (printf assembles them)."""
         self.n += 1
         n = self.n
+        start = time.monotonic()
         self.vm.send_raw(f"printf 'NMBL-OUT%s\\n' -{n}; {command}; "
                          f"printf 'NMBL-RC%s-%s\\n' -{n} $?\r")
         m = self.vm.wait_for(re.compile(rf"NMBL-OUT-{n}\r?\n(.*?)NMBL-RC-{n}-(\d+)\r?\n", re.S),
                              timeout=timeout, clean=True)
+        took = time.monotonic() - start
+        if took >= SLOW_COMMAND:
+            print(f"    {took:.0f} s in the machine: {command[:100]}", flush=True)
         return int(m.group(2)), m.group(1).replace("\r\n", "\n")
 
     def check(self, command, timeout=120):

@@ -8,10 +8,14 @@ next; each start is one QEMU run, `systemctl reboot` ends it):
 1. nmbl's first start, offered by its package (BootNext): Debian's own
    grub.cfg, its default entry booted without a second kernel; systemd
    reaches multi-user.target; bootctl and systemd-analyze name nmbl;
-   nmbl-bless.service made nmbl's slot the default.  Then a kernel update
-   from a package: Debian's hooks write the initramfs and grub.cfg.
-2. The new kernel is the default, as it would be with GRUB, and nmbl
-   kexecs it.  grub-reboot picks the next start's entry.
+   nmbl-bless.service made nmbl's slot the default.  The owner makes the
+   machine's key and puts it in db with their KEK (nmbl-key).  Then a
+   kernel update from a package: Debian's hooks write the initramfs and
+   grub.cfg, and nmbl's (zz-nmbl) a UKI around the new kernel, signed with
+   the machine's key and offered once in the other slot.
+2. The firmware tries that slot; the new kernel is the default, as it
+   would be with GRUB, and boots without a second kernel; the new slot is
+   blessed.  grub-reboot picks the next start's entry.
 3. That entry boots, and next_entry is spent.  bootctl set-oneshot and
    grub-set-default pick the following ones.
 4. The one-shot entry boots, once.
@@ -87,30 +91,56 @@ def test_debian_boots_and_updates_through_nmbl():
         assert re.search(rf"BootOrder: {slot_a},", order), order
         assert "BootNext" not in order, order
 
-        # A kernel update from a package: Debian's hooks run.
+        # The machine's own key, in db: its owner keeps the firmware's keys.
+        out = sh.check("nmbl-key create --subject 'nmbl-debian machine key' 2>&1")
+        assert "made /etc/nmbl/keys/nmbl.key" in out, out
+        kek = f"{m['payload']}/kek"
+        out = sh.check(f"nmbl-key enroll --db --kek-key {kek}.key --kek-cert {kek}.crt 2>&1")
+        assert "/etc/nmbl/keys/nmbl.crt is in db." in out, out
+        out = sh.check("nmbl-key status 2>&1")
+        assert "CN = nmbl-debian machine key" in out and "in the firmware's db." in out, out
+
+        # A kernel update from a package: Debian's hooks run, nmbl's last.
         deb = sh.check(f"ls {m['payload']}/linux-image-{other}_*.deb").strip()
         out = sh.check(f"DEBIAN_FRONTEND=noninteractive apt-get install -y {deb} 2>&1",
                        timeout=900)
         assert f"update-initramfs: Generating /boot/initrd.img-{other}" in out, out
         assert f"Found linux image: /boot/vmlinuz-{other}" in out, out
+        assert not re.search(r"^nmbl: ", out, re.M), out
         grub_cfg = sh.check("cat /boot/grub/grub.cfg")
         assert first_linux_line(grub_cfg) == f"/boot/vmlinuz-{other}", \
             f"update-grub did not put {other} first"
+        uki = f"/var/lib/nmbl/{other}/nmbl.efi"
+        sh.check(f"sbverify --cert /etc/nmbl/keys/nmbl.crt {uki}")
+        inside = sh.check(f"nmbl inspect {uki}")
+        assert other in inside, inside
+        slots = sh.check("nmbl bootcfg status")
+        assert re.search(r"slot a: good", slots) and re.search(r"slot b: trial", slots), slots
+        slot_b = re.search(r"slot b: trial .*\(Boot([0-9A-F]{4})\)", slots).group(1)
+        assert f"BootNext: {slot_b}" in sh.check("efibootmgr")
         sh.reboot()
 
-    # 2. The new kernel is the default: nmbl kexecs it.  grub-reboot.
+    # 2. The new nmbl, tried once: the new kernel is the default, and boots
+    # without a second kernel.  grub-reboot.
     with machine.vm("2-update") as vm:
+        vm.wait_for(r'nmbl: boot-current: Boot[0-9A-F]{4} "nmbl \(slot b\)"',
+                    timeout=BOOT_TIMEOUT, clean=True)
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
-        vm.wait_for(r"Booting by kexec", timeout=BOOT_TIMEOUT)
         up(vm, other)
         sh = Shell(vm, m["root_password"])
+        assert f"booting /boot/vmlinuz-{other} {DIRECT}" in sh.check(
+            f"journalctl -b -o cat -t nmbl --grep '{DIRECT}'"), "no direct boot in the journal"
         assert selected(sh) == ids["simple"]
+        sh.check("systemctl is-active nmbl-bless.service")
+        slots = sh.check("nmbl bootcfg status")
+        assert re.search(r"slot b: good", slots) and "current: slot b" in slots, slots
         sh.check(f"grub-reboot '{ids['nmbl-kernel']}'")
         env = sh.check("grub-editenv list")
         assert f"next_entry={ids['nmbl-kernel']}" in env, env
         sh.reboot()
 
-    # 3. grub-reboot's entry, once.  bootctl set-oneshot, grub-set-default.
+    # 3. grub-reboot's entry (by kexec now), once.  bootctl set-oneshot,
+    # grub-set-default.
     with machine.vm("3-grub-reboot") as vm:
         up(vm, kver)
         sh = Shell(vm, m["root_password"])

@@ -75,8 +75,18 @@ install() {
     # nmbl's configuration: read-only, no udev.  LVM's tool is left out
     # unless asked for: with the libraries it needs it would make every
     # nmbl image 3.6 MiB larger, which every start pays for.
-    inst_binary "$(command -v mdadm)" /usr/sbin/mdadm
-    inst_simple "$moddir/mdadm.conf" /etc/mdadm/mdadm.conf
+    # mdadm is in every image nmbl's build makes (NMBL_MDADM=required);
+    # an image a machine builds for itself goes without when the machine
+    # has none, and so no md array to read /boot from.
+    local mdadm
+    mdadm=$(command -v mdadm || :)
+    if [ -n "$mdadm" ]; then
+        inst_binary "$mdadm" /usr/sbin/mdadm
+        inst_simple "$moddir/mdadm.conf" /etc/mdadm/mdadm.conf
+    elif [ "${NMBL_MDADM:-}" = required ]; then
+        derror "nmbl: mdadm not found"
+        return 1
+    fi
     if [ "${NMBL_LVM:-}" = 1 ]; then
         inst_binary "$(command -v lvm)" /usr/sbin/lvm
         inst_simple "$moddir/lvm.conf" /etc/lvm/lvm.conf
