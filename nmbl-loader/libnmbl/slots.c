@@ -575,37 +575,41 @@ static void check_slot_number(struct nmbl_ctx *ctx, struct nmbl_slots *s, int i)
 	struct nmbl_load_option *opt = NULL, *want = NULL;
 	_cleanup_free_ void *raw = NULL;
 	char file[512], desc[32];
-	const char *have_desc, *have_file;
+	const char *have_desc = NULL, *have_file = NULL;
 	unsigned found;
 	size_t len;
 	int r;
 
 	if (s->boot[i] < 0)
 		return;
-	if (slot_option(ctx, s, i, &raw, &len) < 0 || nmbl_load_option_parse(raw, len, &want) < 0)
-		want = NULL;
 	r = nmbl_read_boot_option(ctx, (unsigned)s->boot[i], &opt);
-	if (r != -ENOENT) {
+	if (r == 0) {
 		slot_efi_file(s, i, file, sizeof(file));
 		slot_description(i, desc, sizeof(desc));
-		have_desc = r < 0 ? NULL : nmbl_load_option_get_description(opt);
-		have_file = r < 0 ? NULL : nmbl_load_option_get_file(opt);
-		if (!(have_desc && strcmp(have_desc, desc) == 0 && have_file &&
-		      nmbl_efi_path_equal(have_file, file)) &&
-		    !(r == 0 && want && nmbl_load_option_starts_same(opt, want))) {
-			nmbl_notice(ctx, "%s names Boot%04X for slot %c, but that option is not "
-				    "nmbl's: left alone, the slot gets a number of its own",
-				    STATE_FILE, (unsigned)s->boot[i], slot_name(i));
-			s->boot[i] = -1;
-		}
-		nmbl_load_option_free(opt);
+		have_desc = nmbl_load_option_get_description(opt);
+		have_file = nmbl_load_option_get_file(opt);
 	}
-	if ((r == -ENOENT || s->boot[i] < 0) && want &&
-	    nmbl_find_boot_option(ctx, want, &found) == 0) {
+	if (have_desc && strcmp(have_desc, desc) == 0 && have_file &&
+	    nmbl_efi_path_equal(have_file, file))
+		goto done;
+	/* Only now what the slot's option would be: it reads the disk. */
+	if (slot_option(ctx, s, i, &raw, &len) < 0 || nmbl_load_option_parse(raw, len, &want) < 0)
+		want = NULL;
+	if (r == 0 && want && nmbl_load_option_starts_same(opt, want))
+		goto done;
+	if (r != -ENOENT) {
+		nmbl_notice(ctx, "%s names Boot%04X for slot %c, but that option is not "
+			    "nmbl's: left alone, the slot gets a number of its own",
+			    STATE_FILE, (unsigned)s->boot[i], slot_name(i));
+		s->boot[i] = -1;
+	}
+	if (want && nmbl_find_boot_option(ctx, want, &found) == 0) {
 		nmbl_notice(ctx, "slot %c's option is Boot%04X, which starts it (made again, "
 			    "as shim's fallback makes it)", slot_name(i), found);
 		s->boot[i] = (int)found;
 	}
+done:
+	nmbl_load_option_free(opt);
 	nmbl_load_option_free(want);
 }
 

@@ -462,28 +462,37 @@ static void report_block_devices(void)
 	out_line("NMBL-TARGET-BLOCK%s", list);
 }
 
+/* The kernel's log buffer, NUL-terminated and malloc'ed; NULL when it
+ * cannot be read. */
+static char *kernel_log(void)
+{
+	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *log = size > 0 ? malloc((size_t)size + 1) : NULL;
+	int n = log ? klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, size) : -1;
+
+	if (n < 0) {
+		free(log);
+		return NULL;
+	}
+	log[n] = '\0';
+	return log;
+}
+
 static void report_kernel(void)
 {
 	char boot_id[64];
-	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
 	int starts = -1, nmbl = -1;
-	char *log;
+	char *log = kernel_log();
 
 	if (read_text(NULL, "/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id)) < 0)
 		strcpy(boot_id, "?");
 	boot_id[strcspn(boot_id, "\n")] = '\0';
-	log = size > 0 ? malloc((size_t)size + 1) : NULL;
 	if (log) {
-		int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, size);
-
-		if (n >= 0) {
-			log[n] = '\0';
-			starts = nmbl = 0;
-			for (char *p = log; (p = strstr(p, "Linux version ")); p++)
-				starts++;
-			for (char *p = log; (p = strstr(p, "nmbl: ")); p++)
-				nmbl++;
-		}
+		starts = nmbl = 0;
+		for (char *p = log; (p = strstr(p, "Linux version ")); p++)
+			starts++;
+		for (char *p = log; (p = strstr(p, "nmbl: ")); p++)
+			nmbl++;
 		free(log);
 	}
 	out_line("NMBL-TARGET-KERNEL boot-id=%s linux-starts=%d nmbl-lines=%d", boot_id,
@@ -638,21 +647,15 @@ static int sbat_policy_latest(void)
 
 static void report_trust(void)
 {
-	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
-	char *log = size > 0 ? malloc((size_t)size + 1) : NULL, *line, *save = NULL;
+	char *log = kernel_log(), *line, *save = NULL;
 	char level[512];
 	ssize_t n = -1;
 	int fd;
 
 	if (log) {
-		int got = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, size);
-
-		if (got >= 0) {
-			log[got] = '\0';
-			for (line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-				if (strstr(line, "X.509"))
-					out_line("NMBL-TARGET-CERT %s", line);
-		}
+		for (line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (strstr(line, "X.509"))
+				out_line("NMBL-TARGET-CERT %s", line);
 		free(log);
 	}
 	fd = open(EFIVARS "/SbatLevelRT-" SHIM_GUID, O_RDONLY | O_CLOEXEC);
