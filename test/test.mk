@@ -242,7 +242,7 @@ SYSTEM_BASE = $(BUILD)/cache/system/made-
 $(SYSTEM_BASE)%: test/system/mkimage $(BUILD)/kernel/kver
 	test/system/mkimage --base-only --layout $* --build $(BUILD)
 	touch $@
-$(SYSTEM)/machine.json: $(SYSTEM_DEPS) $(SYSTEM_BASE)plain
+$(SYSTEM)/machine.json: $(SYSTEM_DEPS) $(T)/shim-signed/shimx64.efi $(SYSTEM_BASE)plain
 	$(call MKIMAGE)
 # The same system as Debian's installer lays it out for "Guided - use
 # entire disk and set up encrypted LVM": /boot, and root and swap on LVM

@@ -28,6 +28,12 @@
 #define SECURITY_DB_GUID "d719b2cb-3d3a-4596-a3bc-dad00e67656f"
 /* A dbx with every revocation so far is some 30 KiB; db far less. */
 #define SIGDB_MAX (1024 * 1024)
+/* shim's variables: MokListRT (its own certificate and the Machine Owner
+ * Keys, as it hands them to the OS), MokListXRT, MokNew (keys waiting for
+ * MokManager's confirmation). */
+#define SHIM_LOCK_GUID "605dab50-e046-4300-abb6-3dd810dd8b23"
+/* How many variables shim spreads one list over, at most, as read here. */
+#define SHIM_MIRRORS 16
 
 /* EFI_SIGNATURE_LIST: type GUID, list size, header size, signature size;
  * each EFI_SIGNATURE_DATA starts with its owner's GUID. */
@@ -812,17 +818,82 @@ free_db:
 	return r;
 }
 
-/* A signature database variable, parsed; -ENOENT when it is not set. */
-static int read_sigdb(struct nmbl_ctx *ctx, const char *name, char **ret_raw,
-		      struct nmbl_sigdb **ret)
+/* IMG against DB and DBX (both freed here), as WHO checks it. */
+static int check_with(struct nmbl_ctx *ctx, const struct nmbl_image *img, struct nmbl_sigdb *db,
+		      struct nmbl_sigdb *dbx, const char *who, char **ret_signer)
+{
+	_cleanup_free_ char *signer = NULL;
+	int r;
+
+	r = nmbl_pe_check_firmware(nmbl_image_pe(img), db, dbx, &signer);
+	nmbl_sigdb_free(db);
+	nmbl_sigdb_free(dbx);
+	if (r < 0) {
+		nmbl_dbg(ctx, "%s would not start the image: %s", who, strerror(-r));
+		return r;
+	}
+	nmbl_dbg(ctx, "%s allows the image: %s", who, signer ? signer : "by its hash");
+	if (ret_signer)
+		*ret_signer = TAKE_PTR(signer);
+	return 0;
+}
+
+/*
+ * The signature lists of shim's variable NAME (SHIM_LOCK_GUID) appended to
+ * *RAW (LEN bytes so far): NAME, then NAME1, NAME2... as shim mirrors a list
+ * too large for one variable.  -ENOENT when NAME is not set.
+ */
+static int append_shim_lists(struct nmbl_ctx *ctx, const char *name, char **raw, size_t *len)
+{
+	for (unsigned n = 0; n < SHIM_MIRRORS; n++) {
+		_cleanup_free_ char *part = NULL;
+		char var[64];
+		size_t part_len;
+		char *grown;
+		int r;
+
+		if (n == 0)
+			snprintf(var, sizeof(var), "%s", name);
+		else
+			snprintf(var, sizeof(var), "%s%u", name, n);
+		r = nmbl_efivar_read(ctx, SHIM_LOCK_GUID, var, SIGDB_MAX, &part, &part_len);
+		if (r == -ENOENT)
+			return n == 0 ? -ENOENT : 0;
+		if (r < 0)
+			return r;
+		if (*len + part_len > SIGDB_MAX)
+			return -EFBIG;
+		grown = realloc(*raw, *len + part_len + 1);
+		if (!grown)
+			return -ENOMEM;
+		memcpy(grown + *len, part, part_len);
+		*raw = grown;
+		*len += part_len;
+	}
+	return 0;
+}
+
+/* Security database NAME, followed by shim's lists SHIM_NAME when not
+ * NULL, parsed into *RET (pointing into *RET_RAW).  When REQUIRED, a
+ * missing SHIM_NAME (or without shim, a missing NAME) is -ENOENT; other
+ * missing ones count as empty. */
+static int read_lists(struct nmbl_ctx *ctx, const char *name, const char *shim_name,
+		      bool required, char **ret_raw, struct nmbl_sigdb **ret)
 {
 	_cleanup_free_ char *raw = NULL;
-	size_t len;
+	size_t len = 0;
 	int r;
 
 	r = nmbl_efivar_read(ctx, SECURITY_DB_GUID, name, SIGDB_MAX, &raw, &len);
-	if (r < 0)
+	if (r == -ENOENT && (!required || shim_name))
+		len = 0;
+	else if (r < 0)
 		return r;
+	if (shim_name) {
+		r = append_shim_lists(ctx, shim_name, &raw, &len);
+		if (r < 0 && (r != -ENOENT || required))
+			return r;
+	}
 	r = nmbl_sigdb_parse(raw, len, ret);
 	if (r < 0)
 		return r;
@@ -830,38 +901,59 @@ static int read_sigdb(struct nmbl_ctx *ctx, const char *name, char **ret_raw,
 	return 0;
 }
 
-NMBL_EXPORT int nmbl_image_check_firmware(struct nmbl_ctx *ctx, const struct nmbl_image *img,
-					  char **ret_signer)
+/* IMG against db and dbx, with shim's MokListRT and MokListXRT when SHIM. */
+static int check_lists(struct nmbl_ctx *ctx, const struct nmbl_image *img, bool shim,
+		       char **ret_signer)
 {
-	_cleanup_free_ char *db_raw = NULL, *dbx_raw = NULL, *signer = NULL;
+	_cleanup_free_ char *db_raw = NULL, *dbx_raw = NULL;
 	struct nmbl_sigdb *db = NULL, *dbx = NULL;
 	int r;
 
 	if (!ctx || !img)
 		return -EINVAL;
-	r = read_sigdb(ctx, "db", &db_raw, &db);
+	r = read_lists(ctx, "db", shim ? "MokListRT" : NULL, true, &db_raw, &db);
 	if (r < 0) {
-		nmbl_dbg(ctx, "db: %s", strerror(-r));
+		nmbl_dbg(ctx, "%s: %s", shim ? "db and MokListRT" : "db", strerror(-r));
 		return r;
 	}
-	r = read_sigdb(ctx, "dbx", &dbx_raw, &dbx);
-	if (r == -ENOENT)
-		r = nmbl_sigdb_parse(NULL, 0, &dbx);
+	r = read_lists(ctx, "dbx", shim ? "MokListXRT" : NULL, false, &dbx_raw, &dbx);
 	if (r < 0) {
-		nmbl_dbg(ctx, "dbx: %s", strerror(-r));
+		nmbl_dbg(ctx, "%s: %s", shim ? "dbx and MokListXRT" : "dbx", strerror(-r));
 		nmbl_sigdb_free(db);
 		return r;
 	}
-	r = nmbl_pe_check_firmware(nmbl_image_pe(img), db, dbx, &signer);
-	nmbl_sigdb_free(db);
-	nmbl_sigdb_free(dbx);
-	if (r < 0) {
-		nmbl_dbg(ctx, "the firmware would not start the image: %s", strerror(-r));
+	return check_with(ctx, img, db, dbx, shim ? "shim" : "the firmware's db", ret_signer);
+}
+
+NMBL_EXPORT int nmbl_image_check_shim(struct nmbl_ctx *ctx, const struct nmbl_image *img,
+				      char **ret_signer)
+{
+	return check_lists(ctx, img, true, ret_signer);
+}
+
+int nmbl_image_mok_pending(struct nmbl_ctx *ctx, const struct nmbl_image *img)
+{
+	_cleanup_free_ char *raw = NULL;
+	struct nmbl_sigdb *pending = NULL, *none = NULL;
+	size_t len = 0;
+	int r;
+
+	r = append_shim_lists(ctx, "MokNew", &raw, &len);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	r = nmbl_sigdb_parse(raw, len, &pending);
+	if (r < 0)
 		return r;
-	}
-	nmbl_dbg(ctx, "the firmware's db allows the image: %s",
-		 signer ? signer : "by its hash");
-	if (ret_signer)
-		*ret_signer = TAKE_PTR(signer);
-	return 0;
+	r = nmbl_sigdb_parse(NULL, 0, &none);
+	if (r == 0)
+		r = nmbl_pe_check_firmware(nmbl_image_pe(img), pending, none, NULL);
+	nmbl_sigdb_free(pending);
+	nmbl_sigdb_free(none);
+	return r == 0 ? 1 : r == -ENOMEM ? r : 0;
+}
+
+NMBL_EXPORT int nmbl_image_check_firmware(struct nmbl_ctx *ctx, const struct nmbl_image *img,
+					  char **ret_signer)
+{
+	return check_lists(ctx, img, false, ret_signer);
 }

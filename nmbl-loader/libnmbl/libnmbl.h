@@ -491,6 +491,16 @@ int nmbl_image_get_section(const struct nmbl_image *img, size_t i,
  */
 int nmbl_image_check_firmware(struct nmbl_ctx *ctx, const struct nmbl_image *img,
 			      char **ret_signer);
+/*
+ * Whether shim would start IMG, which the firmware did not: as
+ * nmbl_image_check_firmware(), against db and shim's MokListRT (shim's own
+ * certificate and the Machine Owner Keys, as shim hands them to the OS),
+ * revoked by dbx or MokListXRT.  -ENOENT when no MokListRT is set: shim did
+ * not start this boot, and only shim could tell.  shim's SBAT check is not
+ * made here.
+ */
+int nmbl_image_check_shim(struct nmbl_ctx *ctx, const struct nmbl_image *img,
+			  char **ret_signer);
 
 /* 1 enabled, 0 disabled; -ENOENT when the machine did not boot with EFI. */
 int nmbl_get_secure_boot(struct nmbl_ctx *ctx);
@@ -626,7 +636,10 @@ char nmbl_slots_get_current(const struct nmbl_slots *slots);
  * BootOrder stays as it is.  Under Secure Boot the UKI must be signed by a
  * key of the firmware's db.  With SHIM (its path on the ESP,
  * "\EFI\fedora\shimx64.efi"), the slots live beside shim and their
- * options start shim with the slot's file name as load option.  The same
+ * options start shim with the slot's file name as load option; under
+ * Secure Boot the UKI must then be signed by a key shim trusts (-ENOKEY
+ * when not: nmbl_image_check_shim()), -EINPROGRESS when that key waits
+ * for MokManager's confirmation at the next start.  The same
  * UKI again, when it is the good slot or still on trial, changes nothing.
  * *RET_SLOT (may be NULL) is the slot it went to.
  */

@@ -862,9 +862,11 @@ NMBL_EXPORT char nmbl_slots_get_current(const struct nmbl_slots *s)
 /* Whether the firmware will start the UKI: under Secure Boot, the check
  * the firmware makes (signed by a key of db, not revoked in dbx) made here
  * first.  Fails closed: Secure Boot's state unreadable, or no db while it
- * is on, is a refusal.  With shim, shim checks the UKI against its own
- * keys and MOK too, which this does not know of: shim's path is then only
- * checked for being signed. */
+ * is on, is a refusal.  With shim, the check shim makes: db, shim's own
+ * certificate and the Machine Owner Keys (MokListRT), dbx and MokListXRT;
+ * -EINPROGRESS when the signer waits for MokManager's confirmation.  A
+ * boot that shim did not start has no MokListRT: only shim could tell,
+ * and the UKI is then only checked for being signed. */
 static int check_image(struct nmbl_ctx *ctx, const char *uki, int fd, bool shim)
 {
 	_cleanup_free_ char *signer = NULL;
@@ -883,14 +885,21 @@ static int check_image(struct nmbl_ctx *ctx, const char *uki, int fd, bool shim)
 		r = sb;
 	else if (sb == 1 && shim && !nmbl_image_get_signed(img))
 		r = -ENODATA;
-	else if (sb == 1 && !shim)
+	else if (sb == 1 && shim) {
+		r = nmbl_image_check_shim(ctx, img, &signer);
+		if (r == -ENOENT)
+			r = 0;
+		else if (r == -EKEYREJECTED)
+			r = nmbl_image_mok_pending(ctx, img) == 1 ? -EINPROGRESS : -ENOKEY;
+	} else if (sb == 1)
 		r = nmbl_image_check_firmware(ctx, img, &signer);
 	if (r == -ENOENT) /* Secure Boot on, and no db to check against */
 		r = nmbl_image_get_signed(img) ? -EKEYREJECTED : -ENODATA;
 	if (r < 0)
 		nmbl_notice(ctx, "%s: not offered to the firmware: %s", uki, nmbl_strerror(r));
 	else if (signer)
-		nmbl_dbg(ctx, "%s: signed by '%s', in the firmware's db", uki, signer);
+		nmbl_dbg(ctx, "%s: signed by '%s', whom %s trusts", uki, signer,
+			 shim ? "shim" : "the firmware's db");
 	nmbl_image_unref(img);
 	return r;
 }

@@ -558,6 +558,12 @@ static const char *bootcfg_strerror(int err)
 	case EKEYREJECTED:
 		return "the UKI is signed by no key of the firmware's db, or is revoked in its "
 		       "dbx: the firmware would refuse it";
+	case ENOKEY:
+		return "the UKI is signed by no key shim trusts (the firmware's db, shim's own "
+		       "certificate, a Machine Owner Key), or is revoked: shim would refuse it";
+	case EINPROGRESS:
+		return "the key that signed the UKI waits to be enrolled as a Machine Owner Key: "
+		       "confirm it in MokManager at the next start, then install the UKI again";
 	case ENOEXEC:
 		return "the file is not a UKI (kernel, initrd and command line in one EFI program)";
 	case EBADMSG:

@@ -47,6 +47,16 @@ it is asked):
   raid-nmbl-direct    nmbl's UKI -> menu -> dracut's initrd on nmbl's kernel
   raid-nmbl-kexec     nmbl's UKI (nmbl.boot=kexec) -> menu -> kexec
 
+And the first machine after a kernel update from a Debian package, made
+once per machine image (updated_disk(): nmbl started as the others here,
+the machine's key made, the package of the test's second kernel installed,
+Debian's hooks and nmbl's run as on a user's machine, nothing else
+changed; the new kernel is the default):
+
+  debian-updated-grub         Debian's GRUB -> the new kernel + its initrd
+  debian-updated-nmbl-direct  the UKI nmbl's hook built around the new
+                              kernel -> menu -> switch root
+
 Their ratios are to GRUB on the same machine (debian-grub, lvm-grub,
 raid-grub).
 
@@ -115,6 +125,8 @@ VARIANTS = {
 # (DEBIAN_GRUB: the one grub-install put on the machine's ESP), BASE the
 # variant the ratios are to.
 DEBIAN_GRUB = "::/EFI/debian/grubx64.efi"
+# Where updated_disk() leaves the UKI nmbl's hook built around the new kernel.
+UPDATED_UKI = "::/EFI/debian/nmbl-updated.efi"
 MACHINE_VARIANTS = {
     "debian-grub": dict(machine="system", efi=DEBIAN_GRUB, nmbl=None, base="debian-grub"),
     "debian-nmbl-direct": dict(machine="system", efi="nmbl.efi", nmbl="direct",
@@ -127,6 +139,10 @@ MACHINE_VARIANTS = {
     "raid-nmbl-direct": dict(machine="raid", efi="nmbl.efi", nmbl="direct", base="raid-grub"),
     "raid-nmbl-kexec": dict(machine="raid", efi="test/nmbl-kexec.efi", nmbl="kexec",
                             base="raid-grub"),
+    "debian-updated-grub": dict(machine="system", updated=True, efi=DEBIAN_GRUB, nmbl=None,
+                                base="debian-updated-grub"),
+    "debian-updated-nmbl-direct": dict(machine="system", updated=True, efi=UPDATED_UKI,
+                                       nmbl="direct", base="debian-updated-grub"),
 }
 ALL_VARIANTS = {**VARIANTS, **MACHINE_VARIANTS}
 PASSPHRASE_PROMPT = r"Please unlock disk \S+: "
@@ -149,15 +165,45 @@ def disk(name, efi):
     return fixture.make_disk(f"bench-{name}", grub_cfg(), files, uki=efi)
 
 
+def updated_disk():
+    """The first machine's disk after a kernel update from a package, made
+    once per image of the machine: one start (nmbl from the removable path,
+    Secure Boot off as for every run here), the machine's key made
+    (nmbl-key create), the second kernel's package installed (Debian's
+    hooks, then nmbl's, which builds its UKI around the new kernel), that
+    UKI put where UPDATED_UKI names it, and the machine shut down."""
+    m = machine.info("system")
+    image = build_path("bench", "debian-updated.img")
+    source = build_path("system", "disk.img")
+    if os.path.exists(image) and os.path.getmtime(image) > os.path.getmtime(source):
+        return image
+    other = m["other_kernel"]
+    work = machine_disk("debian-updated-work", dict(machine="system", efi="nmbl.efi"))
+    print("bench: updating the first machine's kernel (one start, a few minutes)", flush=True)
+    with VM(work, secure_boot=False, log_file=build_path("bench", "debian-updated.log")) as vm:
+        vm.wait_for(machine.SYSTEM_UP, timeout=machine.BOOT_TIMEOUT)
+        sh = machine.Shell(vm, m["root_password"])
+        sh.check("nmbl-key create 2>&1")
+        sh.check(f"DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                 f"{m['payload']}/linux-image-{other}_*.deb 2>&1", timeout=900)
+        uki = f"/var/lib/nmbl/{other}/nmbl.efi"
+        esp_path = UPDATED_UKI[2:]
+        sh.check(f"nmbl inspect {uki} | grep -F '{other}' && cp {uki} /boot/efi{esp_path}")
+        sh.reboot()
+    os.replace(work, image)
+    return image
+
+
 def machine_disk(name, variant):
-    """A copy of the machine's disk whose ESP starts VARIANT's program from
-    the removable path, as firmware with no boot entries does (mtools: no
-    mount)."""
+    """A copy of the machine's disk (after the update: updated_disk()) whose
+    ESP starts VARIANT's program from the removable path, as firmware with
+    no boot entries does (mtools: no mount)."""
     m = machine.info(variant["machine"])
     esp = next(p for p in m["layout"]["partitions"] if p["role"] == "esp")
     image = build_path("bench", f"{name}.img")
-    subprocess.run(["cp", "--sparse=always", build_path(variant["machine"], "disk.img"), image],
-                   check=True)
+    source = (updated_disk() if variant.get("updated") else
+              build_path(variant["machine"], "disk.img"))
+    subprocess.run(["cp", "--sparse=always", source, image], check=True)
     fat = f"{image}@@{esp['start']}"
     env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
     with tempfile.TemporaryDirectory() as tmp:
@@ -210,11 +256,12 @@ def run_machine_once(name, variant, image, index, tb_size=None):
         r["target"] = vm.elapsed()
         log_text = vm.clean_log()
     root = m["layout"].get("root_device") or f"UUID={machine.root_uuid()}"
-    want = (f"BOOT_IMAGE=/boot/vmlinuz-{m['kernel']} " if variant["machine"] == "system" else
-            f"BOOT_IMAGE=/vmlinuz-{m['kernel']} ") + \
+    kver = m["other_kernel"] if variant.get("updated") else m["kernel"]
+    want = (f"BOOT_IMAGE=/boot/vmlinuz-{kver} " if variant["machine"] == "system" else
+            f"BOOT_IMAGE=/vmlinuz-{kver} ") + \
         f"root={root} ro " + (m["cmdline"] + " " if "cmdline" in m else "") + \
         "console=tty0 console=ttyS0,115200 quiet"
-    if up.group(1) != m["kernel"] or up.group(3).strip() != want:
+    if up.group(1) != kver or up.group(3).strip() != want:
         raise SystemExit(f"bench: {name} run {index}: booted {up.group(1)} with "
                          f"{up.group(3)!r} (see {log})")
     if variant["nmbl"]:

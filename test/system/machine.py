@@ -65,6 +65,14 @@ def expected_cmdline(kver):
             "console=tty0 console=ttyS0,115200 quiet")
 
 
+def take_default(vm):
+    """Once the menu is up, its default entry taken at once with Enter, as
+    its user takes it, rather than after Debian's 5-second countdown (an
+    entry in a submenu is not taken so: Enter opens the submenu)."""
+    vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+    vm.send_raw("\r")
+
+
 class Machine:
     """One machine made from the image of MACHINE: a qcow2 overlay over each
     of its disks (the images stay as mkimage left them) and a copy of its
@@ -111,25 +119,31 @@ class Shell:
         # Wide lines, no colours, no pager: what the tests read is plain text.
         self.run("stty cols 250; export SYSTEMD_COLORS=0 SYSTEMD_PAGER=cat SYSTEMD_LESS= PAGER=cat")
 
-    def run(self, command, timeout=120):
+    def run(self, command, timeout=120, answers=()):
         """Run COMMAND; return (exit status, output).  The output sits
         between two marker lines whose text the echoed command line does
-        not contain (printf assembles them)."""
+        not contain (printf assembles them).  ANSWERS: (prompt, text) pairs,
+        each TEXT typed as a line once COMMAND shows PROMPT."""
         self.n += 1
         n = self.n
         start = time.monotonic()
+        since = self.vm.pos(clean=True)
         self.vm.send_raw(f"printf 'NMBL-OUT%s\\n' -{n}; {command}; "
                          f"printf 'NMBL-RC%s-%s\\n' -{n} $?\r")
+        at = since
+        for prompt, text in answers:
+            at = self.vm.wait_for(re.escape(prompt), timeout=timeout, since=at, clean=True).end()
+            self.vm.send_raw(text + "\r")
         m = self.vm.wait_for(re.compile(rf"NMBL-OUT-{n}\r?\n(.*?)NMBL-RC-{n}-(\d+)\r?\n", re.S),
-                             timeout=timeout, clean=True)
+                             timeout=timeout, since=since, clean=True)
         took = time.monotonic() - start
         if took >= SLOW_COMMAND:
             print(f"    {took:.0f} s in the machine: {command[:100]}", flush=True)
         return int(m.group(2)), m.group(1).replace("\r\n", "\n")
 
-    def check(self, command, timeout=120):
+    def check(self, command, timeout=120, answers=()):
         """Run COMMAND, which must succeed; return its output."""
-        status, out = self.run(command, timeout)
+        status, out = self.run(command, timeout, answers)
         if status != 0:
             raise AssertionError(f"{command!r} exited {status}:\n{out}")
         return out
@@ -143,11 +157,16 @@ class Shell:
 HANDOVER = "without a second kernel: its own initrd sets up its root"
 
 
+def loader_variable(sh, name):
+    """The Boot Loader Interface's variable NAME, as text."""
+    return sh.check(f"cat /sys/firmware/efi/efivars/{name}-{LOADER_GUID} "
+                    "| tail -c +5 | iconv -f UTF-16LE -t UTF-8 | tr -d '\\0'").strip()
+
+
 def selected(sh):
     """The entry the loader says it booted (LoaderEntrySelected, which
     bootctl lists among BLS entries only; Debian's grub.cfg has none)."""
-    return sh.check(f"cat /sys/firmware/efi/efivars/LoaderEntrySelected-{LOADER_GUID} "
-                    "| tail -c +5 | iconv -f UTF-16LE -t UTF-8 | tr -d '\\0'").strip()
+    return loader_variable(sh, "LoaderEntrySelected")
 
 
 def check_handed_over(sh, nmbl_id, kver, reason):

@@ -22,8 +22,8 @@ Two starts of one machine (disk and EFI variables kept):
 import re
 
 from fixture import NMBL_BOOT_ID
-from machine import (BOOT_TIMEOUT, MENU_READY, SYSTEM_UP, Machine, Shell,
-                     check_handed_over, check_nothing_left, info)
+from machine import (BOOT_TIMEOUT, SYSTEM_UP, Machine, Shell, check_handed_over,
+                     check_nothing_left, info, take_default)
 
 MACHINE = "stacked"
 PROMPT = r"Please unlock disk (\S+): "
@@ -40,7 +40,7 @@ def test_encrypted_lvm_boots_through_its_own_initrd():
     # 1. Through Debian's initrd, on nmbl's kernel.
     with machine.vm("1-unlock") as vm:
         nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
-        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        take_default(vm)
         asked = vm.wait_for(PROMPT, timeout=BOOT_TIMEOUT, clean=True)
         assert asked.group(1) == crypt, f"asked for {asked.group(1)}, not {crypt}"
         vm.send_raw(m["passphrase"] + "\r")
@@ -72,7 +72,7 @@ def test_encrypted_lvm_boots_through_its_own_initrd():
 
     # 2. A wrong passphrase, every time it is asked: no shell, a restart.
     with machine.vm("2-wrong") as vm:
-        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        take_default(vm)
         vm.wait_for(PROMPT, timeout=BOOT_TIMEOUT, clean=True)
         asked = 0
         while True:

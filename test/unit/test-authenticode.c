@@ -27,6 +27,7 @@
 #define GRUB SIGNED_TREE "/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed"
 
 #define SECURITY_DB_GUID "d719b2cb-3d3a-4596-a3bc-dad00e67656f"
+#define SHIM_LOCK_GUID "605dab50-e046-4300-abb6-3dd810dd8b23"
 #define CERT_X509 "a5c059a1-94e4-4aa7-87b5-ab155c2bf072"
 #define CERT_SHA256 "c1c41626-504c-4092-aca9-41f936934328"
 #define CERT_X509_SHA256 "3bd2a492-96c0-4079-b420-fcf98ef103ed"
@@ -115,21 +116,36 @@ static void sigdb_add_tbs(struct sigdb *db, const char *pem)
 	X509_free(x);
 }
 
-static void set_var(const char *name, const struct sigdb *db)
+/* Variable NAME of GUID with attributes ATTRS holding DB, or none when DB
+ * is NULL. */
+static void set_guid_var(const char *guid, const char *name, uint32_t attrs,
+			 const struct sigdb *db)
 {
 	char path[256];
 	unsigned char *value = malloc(4 + (db ? db->len : 0));
 
-	snprintf(path, sizeof(path), NMBL_EFIVARS "%s-" SECURITY_DB_GUID, name);
+	snprintf(path, sizeof(path), NMBL_EFIVARS "%s-%s", name, guid);
 	if (!db) {
 		remove(fixture_path(path));
 		free(value);
 		return;
 	}
-	nmbl_put_le32(value, 0x27);
+	nmbl_put_le32(value, attrs);
 	memcpy(value + 4, db->buf, db->len);
 	fixture_write(path, value, 4 + db->len);
 	free(value);
+}
+
+static void set_var(const char *name, const struct sigdb *db)
+{
+	set_guid_var(SECURITY_DB_GUID, name, 0x27, db);
+}
+
+/* shim's variable NAME (boot-service and runtime access, as shim sets its
+ * MokListRT). */
+static void set_shim_var(const char *name, const struct sigdb *db)
+{
+	set_guid_var(SHIM_LOCK_GUID, name, 0x06, db);
 }
 
 static void set_dbs(const struct sigdb *db, const struct sigdb *dbx)
@@ -486,6 +502,57 @@ static void test_no_db(void)
 	CHECK_INT(verdict(file("uki-snakeoil.efi")), -ENOENT);
 }
 
+static int check_shim(const char *path, char **ret_signer)
+{
+	struct nmbl_image *img = NULL;
+	int r;
+
+	CHECK_INT(nmbl_image_new_from_file(ctx, path, &img), 0);
+	r = nmbl_image_check_shim(ctx, img, ret_signer);
+	nmbl_image_unref(img);
+	return r;
+}
+
+/* shim trusts db and what it hands the OS in MokListRT (its own
+ * certificate, the Machine Owner Keys), spread over MokListRT1... when
+ * long; it refuses what dbx or MokListXRT revoke. */
+static void test_shim_keys(void)
+{
+	struct sigdb db = { 0 }, mok = { 0 }, mokx = { 0 }, other = { 0 };
+	char *signer = NULL;
+
+	sigdb_add_cert(&db, file("other.crt"));
+	set_dbs(&db, NULL);
+	set_shim_var("MokListRT", NULL);
+	/* Not started by shim: nothing to tell by. */
+	CHECK_INT(check_shim(file("uki-snakeoil.efi"), NULL), -ENOENT);
+	/* The key a MOK, not in db: shim starts it, the firmware would not. */
+	sigdb_add_cert(&mok, SNAKEOIL_CERT);
+	set_shim_var("MokListRT", &mok);
+	CHECK_INT(check_shim(file("uki-snakeoil.efi"), &signer), 0);
+	CHECK_STR(signer, "SnakeOil");
+	free(signer);
+	CHECK_INT(verdict(file("uki-snakeoil.efi")), -EKEYREJECTED);
+	/* In db, with a MokListRT that does not hold it. */
+	CHECK_INT(check_shim(file("uki-other.efi"), NULL), 0);
+	/* Revoked by shim's own list. */
+	sigdb_add_cert(&mokx, SNAKEOIL_CERT);
+	set_shim_var("MokListXRT", &mokx);
+	CHECK_INT(check_shim(file("uki-snakeoil.efi"), NULL), -EKEYREJECTED);
+	set_shim_var("MokListXRT", NULL);
+	/* The second of shim's mirrors of a long list. */
+	sigdb_add_cert(&other, file("root.crt"));
+	set_shim_var("MokListRT", &other);
+	set_shim_var("MokListRT1", &mok);
+	CHECK_INT(check_shim(file("uki-snakeoil.efi"), NULL), 0);
+	set_shim_var("MokListRT1", NULL);
+	CHECK_INT(check_shim(file("uki-snakeoil.efi"), NULL), -EKEYREJECTED);
+	/* The unsigned one, whoever shim trusts. */
+	CHECK_INT(check_shim(file("uki.efi"), NULL), -ENODATA);
+	set_shim_var("MokListRT", NULL);
+	set_dbs(NULL, NULL);
+}
+
 /* Firmware trusts a certificate of db whatever its place in the chain,
  * and whatever its dates and key usage. */
 static void test_chains(void)
@@ -639,6 +706,7 @@ int main(void)
 		test_malformed,
 		test_other_entries,
 		test_no_db,
+		test_shim_keys,
 		test_chains,
 		test_hash_as_tools_compute,
 		test_real_signed,
@@ -711,6 +779,8 @@ int main(void)
 		    "sbsign --key expired.key --cert expired.crt --output uki-expired.efi uki.efi "
 		    ">/dev/null 2>&1 && "
 		    "sbsign --key server.key --cert server.crt --output uki-server.efi uki.efi "
+		    ">/dev/null 2>&1 && "
+		    "sbsign --key other.key --cert other.crt --output uki-other.efi uki.efi "
 		    ">/dev/null 2>&1",
 		    keys, SNAKEOIL_CERT, SNAKEOIL_CERT, HELLO);
 	return unit_main_ctx(tests, &ctx);
