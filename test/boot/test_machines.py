@@ -24,16 +24,17 @@ MENU_ON_SCREEN = ("GNU GRUB", "second entry")
 
 def boot_default(name, disk=None, screen=False, **machine):
     """Test_kexec's machine (or DISK), changed as MACHINE says (VM's
-    arguments): the default entry boots after the timeout; the target's
-    line.  SCREEN: the menu is on the screen too (a key on the serial line
-    stops the countdown while the screen is read; Enter boots the entry)."""
+    arguments): the default entry, taken with Enter once the menu is up
+    (test_kexec waits for its timeout); the target's line.  SCREEN: the
+    menu is on the screen too (a key on the serial line stops the
+    countdown while the screen is read)."""
     with VM(disk or test_kexec.disk(), snapshot=True, qmp=screen,
             log_file=build_path("test", f"machine-{name}.log"), **machine) as vm:
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
         if screen:
             vm.send(KEY_HOME)
             wait_for_screen(vm, MENU_ON_SCREEN, timeout=60)
-            vm.send(KEY_ENTER)
+        vm.send(KEY_ENTER)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         vm.wait_exit(timeout=60)
     return up
