@@ -931,25 +931,22 @@ NMBL_EXPORT int nmbl_image_check_shim(struct nmbl_ctx *ctx, const struct nmbl_im
 	return check_lists(ctx, img, true, ret_signer);
 }
 
-int nmbl_image_mok_pending(struct nmbl_ctx *ctx, const struct nmbl_image *img)
+bool nmbl_image_mok_pending(struct nmbl_ctx *ctx, const struct nmbl_image *img)
 {
 	_cleanup_free_ char *raw = NULL;
 	struct nmbl_sigdb *pending = NULL, *none = NULL;
 	size_t len = 0;
 	int r;
 
-	r = append_shim_lists(ctx, "MokNew", &raw, &len);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	r = nmbl_sigdb_parse(raw, len, &pending);
-	if (r < 0)
-		return r;
+	if (append_shim_lists(ctx, "MokNew", &raw, &len) < 0 ||
+	    nmbl_sigdb_parse(raw, len, &pending) < 0)
+		return false;
 	r = nmbl_sigdb_parse(NULL, 0, &none);
 	if (r == 0)
 		r = nmbl_pe_check_firmware(nmbl_image_pe(img), pending, none, NULL);
 	nmbl_sigdb_free(pending);
 	nmbl_sigdb_free(none);
-	return r == 0 ? 1 : r == -ENOMEM ? r : 0;
+	return r == 0;
 }
 
 NMBL_EXPORT int nmbl_image_check_firmware(struct nmbl_ctx *ctx, const struct nmbl_image *img,

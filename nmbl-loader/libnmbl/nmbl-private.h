@@ -433,9 +433,8 @@ int nmbl_pe_authenticode_digest(const struct nmbl_pe *pe, const char *md_name,
 int nmbl_pe_check_firmware(const struct nmbl_pe *pe, const struct nmbl_sigdb *db,
 			   const struct nmbl_sigdb *dbx, char **ret_signer);
 
-/* 1 when a key waiting for MokManager's confirmation (MokNew) signed IMG,
- * else 0. */
-int nmbl_image_mok_pending(struct nmbl_ctx *ctx, const struct nmbl_image *img);
+/* Whether a key waiting for MokManager's confirmation (MokNew) signed IMG. */
+bool nmbl_image_mok_pending(struct nmbl_ctx *ctx, const struct nmbl_image *img);
 
 /* A section's bytes, inside the image's mapping; -ENOENT when absent. */
 int nmbl_image_section_data(const struct nmbl_image *img, const char *name,

@@ -890,7 +890,7 @@ static int check_image(struct nmbl_ctx *ctx, const char *uki, int fd, bool shim)
 		if (r == -ENOENT)
 			r = 0;
 		else if (r == -EKEYREJECTED)
-			r = nmbl_image_mok_pending(ctx, img) == 1 ? -EINPROGRESS : -ENOKEY;
+			r = nmbl_image_mok_pending(ctx, img) ? -EINPROGRESS : -ENOKEY;
 	} else if (sb == 1)
 		r = nmbl_image_check_firmware(ctx, img, &signer);
 	if (r == -ENOENT) /* Secure Boot on, and no db to check against */

@@ -70,7 +70,7 @@ def take_default(vm):
     its user takes it, rather than after Debian's 5-second countdown (an
     entry in a submenu is not taken so: Enter opens the submenu)."""
     vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
-    vm.send_raw("\r")
+    vm.send_raw(fixture.vm.KEY_ENTER)
 
 
 class Machine:
