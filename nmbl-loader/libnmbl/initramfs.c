@@ -497,6 +497,37 @@ static enum compression compression_of(const uint8_t *p, size_t len)
 	return NONE;
 }
 
+int nmbl_decompress(const void *in, size_t len, size_t max, void **ret, size_t *ret_len)
+{
+	_cleanup_free_ uint8_t *out = NULL;
+	size_t size = 0, used = 0;
+	int r;
+
+	if (!in || !ret || !ret_len)
+		return -EINVAL;
+	switch (compression_of(in, len)) {
+	case GZIP:
+		r = gunzip(in, len, max, &out, &size, &used);
+		break;
+	case XZ:
+		r = unxz(in, len, false, max, &out, &size, &used);
+		break;
+	case ZSTD:
+		r = unzstd(in, len, max, &out, &size, &used);
+		break;
+	default:
+		return -EBADMSG;
+	}
+	if (r < 0)
+		return r;
+	/* One stream, all of it: what follows would be lost. */
+	if (used != len)
+		return -EBADMSG;
+	*ret = TAKE_PTR(out);
+	*ret_len = size;
+	return 0;
+}
+
 int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 				    nmbl_cpio_entry_fn fn, void *userdata)
 {

@@ -3,12 +3,17 @@
  * Kernel modules: libkmod resolves an alias ("fs-ext4", a device's
  * modalias) to modules, their dependencies and soft dependencies, and
  * honours blacklists; the modules themselves are inserted through nmbl's
- * seam, so tests see what would be loaded without loading it.
+ * seam, so tests see what would be loaded without loading it.  A module
+ * may be compressed (NAME.ko.zst, .ko.xz, .ko.gz, as distributions and
+ * nmbl's own image ship them): it is decompressed here, into a memory
+ * file, as not every kernel can do it itself (CONFIG_MODULE_DECOMPRESS),
+ * and finit_module() reads it from there as from any file.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <libkmod.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -18,6 +23,10 @@
 /* Deeper than any real dependency chain; a guard against a cycle in a
  * broken modules.dep. */
 #define NMBL_MODULE_DEPTH_MAX 32
+
+/* Decompressed, the largest module of a distribution kernel is a few
+ * MiB (amdgpu, some 20). */
+#define NMBL_MODULE_MAX (64u << 20)
 
 /* The buses whose devices nmbl needs: disks and keyboards. */
 static const char *const coldplug_buses[] = {
@@ -137,6 +146,75 @@ static int insert_each(struct nmbl_ctx *ctx, struct kmod_list *list, int depth)
 	return loaded ? 0 : first;
 }
 
+/* The file at PATH (libkmod's, the root's already in it), no larger than
+ * a module may be. */
+static int read_whole(const char *path, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADMSG;
+	if ((unsigned long long)st.st_size > NMBL_MODULE_MAX)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = nmbl_read_full(fd, buf, (size_t)st.st_size);
+	if (n < 0)
+		return (int)n;
+	*ret_len = (size_t)n;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* A descriptor to insert the module at PATH from: the file, or, for a
+ * compressed one, a memory file of its decompressed bytes. */
+static int open_module(struct nmbl_ctx *ctx, const char *path, int *ret_fd)
+{
+	static const char *const suffixes[] = { ".ko.zst", ".ko.xz", ".ko.gz" };
+	_cleanup_free_ char *packed = NULL, *name = NULL;
+	_cleanup_free_ void *module = NULL;
+	const char *base = strrchr(path, '/');
+	size_t packed_len = 0, len = 0, name_len;
+	int fd, r;
+
+	base = base ? base + 1 : path;
+	name_len = strlen(base);
+	for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+		size_t n = strlen(suffixes[i]);
+
+		if (name_len > n && strcmp(base + name_len - n, suffixes[i]) == 0) {
+			name = strndup(base, name_len - n + strlen(".ko"));
+			if (!name)
+				return -ENOMEM;
+			break;
+		}
+	}
+	if (!name) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		*ret_fd = fd;
+		return 0;
+	}
+	r = read_whole(path, &packed, &packed_len);
+	if (r < 0)
+		return r;
+	r = nmbl_decompress(packed, packed_len, NMBL_MODULE_MAX, &module, &len);
+	if (r < 0) {
+		nmbl_info(ctx, "module %s: cannot decompress %s: %s", name, path, nmbl_strerror(r));
+		return r;
+	}
+	return nmbl_memfd_of(name, module, len, ret_fd);
+}
+
 /* Soft dependencies before, hard dependencies, the module, soft after:
  * the order modprobe uses. */
 static int insert(struct nmbl_ctx *ctx, struct kmod_module *mod, int depth)
@@ -165,11 +243,9 @@ static int insert(struct nmbl_ctx *ctx, struct kmod_module *mod, int depth)
 	if (r < 0)
 		goto out;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
+	r = open_module(ctx, path, &fd);
+	if (r < 0)
 		goto out;
-	}
 	r = nmbl_sys_finit_module(fd, "");
 	if (r == -EEXIST)
 		r = 0;

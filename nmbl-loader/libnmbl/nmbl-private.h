@@ -369,6 +369,10 @@ typedef int (*nmbl_cpio_entry_fn)(const struct nmbl_cpio_entry *e, void *userdat
  * 128 MiB, or what FN returned when negative. */
 int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 			nmbl_cpio_entry_fn fn, void *userdata);
+/* IN (LEN bytes: one gzip, xz or zstd stream, nothing after it)
+ * decompressed into a malloc'ed *RET of *RET_LEN bytes, no more than MAX.
+ * -EBADMSG for anything else or a damaged stream, -EFBIG past MAX. */
+int nmbl_decompress(const void *in, size_t len, size_t max, void **ret, size_t *ret_len);
 /* IMAGE unpacked into the directory DFD as the kernel unpacks an initramfs
  * into its root: what the archives name is made there, and nothing a name
  * or a link in them says leads out of it.  Errors as nmbl_initramfs_walk(),

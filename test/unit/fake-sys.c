@@ -118,7 +118,7 @@ int nmbl_sys_key_describe(int32_t key, char *buf, size_t len)
 
 int nmbl_sys_finit_module(int fd, const char *params)
 {
-	char link[64], path[4096];
+	char link[64], path[4096], magic[4];
 	ssize_t n;
 	const char *base;
 
@@ -128,8 +128,23 @@ int nmbl_sys_finit_module(int fd, const char *params)
 	if (n < 0)
 		return -errno;
 	path[n] = '\0';
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
+	/* A decompressed module: "/memfd:NAME (deleted)". */
+	if (strncmp(path, "/memfd:", 7) == 0) {
+		char *deleted = strstr(path, " (deleted)");
+
+		if (deleted)
+			*deleted = '\0';
+		base = path + 7;
+	} else {
+		base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+	}
+	/* The kernel takes an ELF object, nothing else. */
+	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, "\177ELF", sizeof(magic)) != 0) {
+		record("insmod %s (not ELF);", base);
+		return -ENOEXEC;
+	}
 	record("insmod %s;", base);
 	if (fake.finit_fail_module && strcmp(base, fake.finit_fail_module) == 0)
 		return fake.finit_fail_errno;

@@ -18,7 +18,7 @@ static const char *const modules[] = {
 	"crypto/crc32c_generic.ko", "arch/x86/crypto/crc32c-intel.ko", "drivers/block/virtio_blk.ko",
 	"drivers/virtio/virtio.ko", "drivers/virtio/virtio_ring.ko",
 	"fs/fat/fat.ko", "fs/fat/vfat.ko", "fs/nls/nls_cp437.ko", "fs/nls/nls_ascii.ko",
-	"fs/nls/nls_utf8.ko",
+	"fs/nls/nls_utf8.ko", "drivers/block/loop.ko",
 };
 
 static struct nmbl_ctx *ctx;
@@ -36,9 +36,15 @@ static void make_tree(void)
 		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
 			      "mkdir -p \"$d/$(dirname %s)\"; cp '%s/%s' \"$d/%s\"; ",
 			      modules[i], KERNEL_MODULES, modules[i], modules[i]);
+	/* Compressed as distributions ship them (nmbl's own image: zstd;
+	 * Fedora: xz), and one damaged once indexed: its last bytes cut off. */
+	n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+		      "zstd -q --rm \"$d/fs/fat/vfat.ko\"; xz --check=crc32 \"$d/fs/nls/nls_utf8.ko\"; "
+		      "zstd -q --rm \"$d/drivers/block/loop.ko\"; ");
 	snprintf(cmd + n, sizeof(cmd) - (size_t)n,
 		 "cd \"$d/..\"; touch modules.order modules.builtin modules.builtin.modinfo; "
-		 "PATH=$PATH:/usr/sbin:/sbin depmod -b '%s' '%s'", fixture_root(), u.release);
+		 "PATH=$PATH:/usr/sbin:/sbin depmod -b '%s' '%s'; "
+		 "truncate -s -16 \"$d/drivers/block/loop.ko.zst\"", fixture_root(), u.release);
 	if (system(cmd) != 0) {
 		fprintf(stderr, "cannot make the modules tree: %s\n", cmd);
 		exit(2);
@@ -104,6 +110,20 @@ static void test_vfat_loads_its_character_sets(void)
 	fake.calls[0] = '\0';
 	CHECK_INT(nmbl_load_fs_module(ctx, "ext4"), 0);
 	CHECK(!pos("nls_"));
+}
+
+/* A compressed module is inserted decompressed (the fake takes only an
+ * ELF file); a damaged one is not inserted at all. */
+static void test_compressed_modules(void)
+{
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_load_module(ctx, "fs-vfat"), 0);
+	CHECK(pos("insmod vfat.ko;"));
+	CHECK_INT(nmbl_load_module(ctx, "nls_utf8"), 0);
+	CHECK(pos("insmod nls_utf8.ko;"));
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_load_module(ctx, "loop"), -EBADMSG);
+	CHECK_STR(fake.calls, "");
 }
 
 static void test_loaded_modules_are_skipped(void)
@@ -254,6 +274,7 @@ int main(void)
 		test_alias_loads_dependencies_first,
 		test_candidate_that_cannot_load_gives_way_to_the_next,
 		test_vfat_loads_its_character_sets,
+		test_compressed_modules,
 		test_loaded_modules_are_skipped,
 		test_unknown_and_blacklisted,
 		test_coldplug_loads_device_drivers,
