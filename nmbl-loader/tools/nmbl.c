@@ -235,12 +235,25 @@ static struct nmbl_load_option *boot_current(struct nmbl_ctx *ctx, unsigned *ret
 
 /*
  * Where this boot's time went so far: the kernel's own start (until it ran
- * the initramfs's init, by its log's timestamp) and the initramfs's (until
- * now).  -1 when the kernel log does not say.
+ * the initramfs's init, by its log's timestamp), within it the unpacking of
+ * the initramfs (from its first line of it to the freeing of the image),
+ * and the initramfs's (until now).  -1 when the kernel log does not say.
  */
 struct startup {
-	long long kernel_usec, now_usec;
+	long long kernel_usec, unpack_usec, unpacked_usec, now_usec;
 };
+
+/* The kernel log's lines that mark a step, and where each goes. */
+static long long *startup_step(struct startup *st, const char *text)
+{
+	if (strncmp(text, "Trying to unpack rootfs image as initramfs", 42) == 0)
+		return &st->unpack_usec;
+	if (strncmp(text, "Freeing initrd memory: ", 23) == 0)
+		return &st->unpacked_usec;
+	if (strncmp(text, "Run ", 4) == 0 && strstr(text, " as init process"))
+		return &st->kernel_usec;
+	return NULL;
+}
 
 static void startup_times(struct startup *st)
 {
@@ -248,7 +261,7 @@ static void startup_times(struct startup *st)
 	struct timespec now;
 	int fd;
 
-	st->kernel_usec = -1;
+	st->kernel_usec = st->unpack_usec = st->unpacked_usec = -1;
 	clock_gettime(CLOCK_BOOTTIME, &now);
 	st->now_usec = (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000;
 	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -257,7 +270,7 @@ static void startup_times(struct startup *st)
 	/* One record per read: "prio,seq,usec,flags;text". */
 	for (;;) {
 		ssize_t n = read(fd, rec, sizeof(rec) - 1);
-		long long usec;
+		long long usec, *step;
 		char *text;
 
 		if (n < 0 && errno == EPIPE)
@@ -266,11 +279,11 @@ static void startup_times(struct startup *st)
 			break;
 		rec[n] = '\0';
 		text = strchr(rec, ';');
-		if (text && strncmp(text + 1, "Run ", 4) == 0 && strstr(text, " as init process") &&
-		    sscanf(rec, "%*d,%*u,%lld", &usec) == 1) {
-			st->kernel_usec = usec;
+		step = text ? startup_step(st, text + 1) : NULL;
+		if (step && *step < 0 && sscanf(rec, "%*d,%*u,%lld", &usec) == 1)
+			*step = usec;
+		if (st->kernel_usec >= 0)
 			break;
-		}
 	}
 	close(fd);
 }
@@ -360,7 +373,10 @@ static int do_status(struct nmbl_ctx *ctx, bool json)
 	if (st.kernel_usec >= 0)
 		printf("startup: kernel %.3f s, userspace %.3f s so far\n", st.kernel_usec / 1e6,
 		       (st.now_usec - st.kernel_usec) / 1e6);
-	else
+	if (st.kernel_usec >= 0 && st.unpack_usec >= 0 && st.unpacked_usec >= 0)
+		printf("initramfs-unpacked: %.3f-%.3f s\n", st.unpack_usec / 1e6,
+		       st.unpacked_usec / 1e6);
+	if (st.kernel_usec < 0)
 		printf("startup: %.3f s\n", st.now_usec / 1e6);
 	if (mem >= 0)
 		printf("memory-used: %lld KiB\n", mem);

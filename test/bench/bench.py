@@ -72,8 +72,23 @@ floor and GRUB reached their markers 0.8 s and 0.9 s sooner with the small
 cache, nothing lost.  Real machines and KVM have no such cost.
 --tb-size 0 keeps QEMU's default.
 
-Prints a table of medians (min-max), ratios to GRUB, sizes, and nmbl's
-breakdown, and writes it all as JSON (default BUILD/bench/results.json).
+Prints a table of medians (min-max), ratios to GRUB, when the menu was
+reached (its entry taken: GRUB's and grub-emu's "Booting `...'"), sizes,
+nmbl's memory in use at its menu (and, in one more boot, in a 256 MiB VM),
+and where each variant's seconds went, step by step from power-on: the
+firmware until it loads the program ("BdsDxe: loading"), the image's load
+(and, under Secure Boot, check) until "BdsDxe: starting"; then for GRUB its
+start, its menu, its hand-over (loading the kernel and initrd, the
+kernel's decompression) until the target's kernel starts; for nmbl the
+stub and the kernel's decompression until nmbl's kernel starts, its
+kernel until init (the initramfs's unpacking within it, by the kernel's
+log), nmbl-init's module loading and its wait for the ESP's disk, the
+status and grub-emu's start, grub.cfg read to the menu, the hand-over.
+Times of console lines are when they came (VM.arrived_at); inside nmbl's
+kernel, its own clock, placed by its status line.  Writes it all as JSON
+(default BUILD/bench/results.json) and the steps as a picture beside it
+(results.svg: one bar per variant, a colour per step; hover a step for
+its seconds).
 "vs grub" is the ratio of the medians; "paired" the median of each round's
 own ratio (a variant's time over GRUB's in the same round), which a slow
 spell of the machine moves less.  Times depend on the machine: compare
@@ -84,6 +99,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -103,6 +119,20 @@ from fixture import (BOOT_TIMEOUT, BOOT_UUID, NMBL_BOOT_ID, ROOT_UUID, TARGET_KE
 NMBL_STARTUP = r"nmbl: startup: kernel ([\d.]+) s, userspace ([\d.]+) s so far\r?\n"
 NMBL_MEMORY = r"nmbl: memory-used: (\d+) KiB\r?\n"
 TARGET_UPTIME = r"NMBL-TARGET-UPTIME ([\d.]+)\r?\n"
+# What the console says at each step, in the order of a boot; the
+# benchmark takes the time each line came (VM.arrived_at), and nmbl's own
+# clock for what happens inside its kernel.
+FIRMWARE_LOADING = rb"BdsDxe: loading Boot[^\r\n]*\r?\n"
+FIRMWARE_STARTING = rb"BdsDxe: starting Boot[^\r\n]*\r?\n"
+LOADER_UP = rb"Welcome to GRUB!"            # GRUB's, and grub-emu's: the menu program runs
+LOADER_MENU = rb"Booting `[^\r\n]*'"       # the menu reached, its entry taken
+NMBL_UNPACKED = rb"nmbl: initramfs-unpacked: ([\d.]+)-([\d.]+) s\r?\n"
+NMBL_INIT_STEPS = rb"nmbl-init: startup: modules loaded at ([\d.]+) s, the ESP's disk at ([\d.]+) s"
+# nmbl's memory in use at its menu is also taken in a VM as small as a
+# small machine (one boot: it changes little from boot to boot).  The
+# timed boots have QEMU's 1 GiB: GRUB from Debian's package runs out of
+# memory loading the target's kernel and initrd in 256 MiB.
+SMALL_MEMORY_MIB = 256
 # nmbl's own kernel parameters (NMBL_CMDLINE, dracut/uki.mk): the entry may
 # switch root; the floor UKI has the same line (BENCH_CMDLINE,
 # test/bench/bench.mk).
@@ -221,14 +251,82 @@ def machine_disk(name, variant):
     return image
 
 
-def nmbl_startup(vm, r, timeout):
-    """Into R: when nmbl's menu came (wall clock), its kernel's and
-    userspace's share by its own clock, and its memory in use."""
-    startup = vm.wait_for(NMBL_STARTUP, timeout=timeout)
-    r["menu_wall"] = vm.elapsed()
+def arrival(vm, pattern, after=0):
+    """(seconds from power-on when the console's first line matching
+    PATTERN from byte AFTER on had come, the match); (None, None) if none."""
+    m = re.compile(pattern).search(vm.raw, after)
+    return (vm.arrived_at(m.end() - 1), m) if m else (None, None)
+
+
+def timeline(vm, nmbl, target_start=None):
+    """Where a boot's seconds went, from power-on, in order: [(step, s)].
+    The firmware's steps and the loader's by when their lines came; inside
+    nmbl's kernel by its own clock, placed by when its status line came
+    (its kernel's start: that line's time less the uptime it printed).
+    TARGET_START, when known, is when the target's kernel started (a
+    kexec's or GRUB's hand-over; None for a switch of root, or a machine
+    whose start does not say)."""
+    marks = []
+    loading, _ = arrival(vm, FIRMWARE_LOADING)
+    starting, started = arrival(vm, FIRMWARE_STARTING)
+    marks += [("firmware", loading), ("image load", starting)]
+    after = started.end() if started else 0
+    if nmbl:
+        status, m = arrival(vm, NMBL_STARTUP.encode(), after)
+        kernel_start = status - float(m.group(1)) - float(m.group(2))
+        on_kernel = lambda t: kernel_start + float(t)  # noqa: E731
+        _, unpacked = arrival(vm, NMBL_UNPACKED, after)
+        _, steps = arrival(vm, NMBL_INIT_STEPS, after)
+        marks.append(("stub, kernel decompression", kernel_start))
+        if unpacked:
+            marks += [("kernel", on_kernel(unpacked.group(1))),
+                      ("initramfs unpacking", on_kernel(unpacked.group(2)))]
+        marks.append(("kernel" if not unpacked else "kernel, after unpacking",
+                      kernel_start + float(m.group(1))))
+        if steps:
+            marks += [("modules", on_kernel(steps.group(1))),
+                      ("the ESP's disk", on_kernel(steps.group(2)))]
+        up, _ = arrival(vm, LOADER_UP, after)
+        marks.append(("status, grub-emu start", up))
+        menu, _ = arrival(vm, LOADER_MENU, after)
+        marks.append(("grub.cfg read, menu", menu))
+    else:
+        up, _ = arrival(vm, LOADER_UP, after)
+        if up is not None:
+            marks.append(("GRUB start", up))
+            menu, _ = arrival(vm, LOADER_MENU, after)
+            marks.append(("grub.cfg read, menu", menu))
+    if target_start is not None:
+        marks.append(("hand-over", target_start))
+    # Drop what this boot did not show, and name each step by its end.
+    steps, at = [], 0.0
+    for name, t in marks:
+        if t is None:
+            continue
+        steps.append((name, t - at))
+        at = t
+    return steps, at
+
+
+def nmbl_figures(vm, r):
+    """Into R: nmbl's kernel's and init's time until its status, by its
+    own clock, and its memory in use."""
+    startup = vm.wait_for(NMBL_STARTUP, timeout=BOOT_TIMEOUT)
+    r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
     r["kernel"] = float(startup.group(1))
     r["userspace"] = float(startup.group(2))
-    r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
+
+
+def menu_figures(vm, r, nmbl):
+    """Into R: when the menu was reached (its entry taken), from power-on,
+    and for nmbl from its kernel's start."""
+    menu, _ = arrival(vm, LOADER_MENU)
+    if menu is None:
+        return
+    r["menu_wall"] = menu
+    if nmbl:
+        status, m = arrival(vm, NMBL_STARTUP.encode())
+        r["menu"] = menu - (status - float(m.group(1)) - float(m.group(2)))
 
 
 def run_machine_once(name, variant, image, index, tb_size=None):
@@ -248,13 +346,15 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size,
             disks=more, tpm=tpm) as vm:
         if variant["nmbl"]:
-            nmbl_startup(vm, r, BOOT_TIMEOUT)
+            nmbl_figures(vm, r)
         if "passphrase" in m:
             vm.wait_for(PASSPHRASE_PROMPT, timeout=machine.BOOT_TIMEOUT, clean=True)
             vm.send_raw(m["passphrase"] + "\r")
         up = vm.wait_for(machine.SYSTEM_UP, timeout=machine.BOOT_TIMEOUT)
         r["target"] = vm.elapsed()
         log_text = vm.clean_log()
+        menu_figures(vm, r, variant["nmbl"])
+        steps, at = timeline(vm, variant["nmbl"])
     root = m["layout"].get("root_device") or f"UUID={machine.root_uuid()}"
     kver = m["other_kernel"] if variant.get("updated") else m["kernel"]
     want = (f"BOOT_IMAGE=/boot/vmlinuz-{kver} " if variant["machine"] == "system" else
@@ -269,13 +369,7 @@ def run_machine_once(name, variant, image, index, tb_size=None):
         if kexec != (variant["nmbl"] == "kexec"):
             raise SystemExit(f"bench: {name} run {index} booted "
                              f"{'by kexec' if kexec else 'directly'} (see {log})")
-        r["breakdown"] = {
-            "firmware to stub": r["menu_wall"] - r["kernel"] - r["userspace"],
-            "kernel to init": r["kernel"],
-            "init to menu": r["userspace"],
-            "menu to multi-user": r["target"] - r["menu_wall"],
-        }
-        r["menu"] = r["kernel"] + r["userspace"]
+    r["steps"] = dict(steps + [("to multi-user", r["target"] - at)])
     return r
 
 
@@ -287,34 +381,40 @@ def run_once(name, variant, image, index, tb_size=None):
             tb_size=tb_size) as vm:
         if variant["nmbl"]:
             nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
-            nmbl_startup(vm, r, 60)
+            nmbl_figures(vm, r)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         r["target"] = vm.elapsed()
         r["target_uptime"] = float(vm.wait_for(TARGET_UPTIME, timeout=60).group(1))
         kernel = vm.wait_for(TARGET_KERNEL, timeout=60)
         vm.wait_exit(timeout=60)
+        direct = variant["nmbl"] == "direct" and kernel.group(1) == nmbl_id
+        # The target's kernel started its uptime before its line; after a
+        # switch of root it is nmbl's own kernel.
+        target_start = None if direct else r["target"] - r["target_uptime"]
+        menu_figures(vm, r, variant["nmbl"])
+        steps, at = timeline(vm, variant["nmbl"], target_start)
     if not up.group(2).endswith(OPTIONS):
         raise SystemExit(f"bench: {name} run {index}: the target's command line is "
                          f"{up.group(2)!r} (see {log})")
     if variant["nmbl"]:
-        direct = kernel.group(1) == nmbl_id
         if direct != (variant["nmbl"] == "direct"):
             raise SystemExit(f"bench: {name} run {index} booted "
                              f"{'directly' if direct else 'by kexec'} (see {log})")
-        # From power-on: the firmware until nmbl's kernel starts, its kernel
-        # until init, init until the menu, the menu until the hand-over, the
-        # kernel that was handed over (none after a switch of root).
-        start = r["menu_wall"] - r["kernel"] - r["userspace"]
-        handover = r["target"] - r["target_uptime"] if not direct else r["target"]
-        r["breakdown"] = {
-            "firmware to stub": start,
-            "kernel to init": r["kernel"],
-            "init to menu": r["userspace"],
-            "menu to hand-over": handover - r["menu_wall"],
-            "hand-over to target": r["target"] - handover,
-        }
-        r["menu"] = r["kernel"] + r["userspace"]
+    r["steps"] = dict(steps + [("switch root, target up" if direct else "target up",
+                                r["target"] - at)])
     return r
+
+
+def small_memory(image, tb_size=None):
+    """nmbl's memory in use at its menu (KiB) in a VM of SMALL_MEMORY_MIB,
+    booting the entry to the end."""
+    log = build_path("bench", "small-memory.log")
+    with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size,
+            memory=SMALL_MEMORY_MIB) as vm:
+        used = int(vm.wait_for(NMBL_MEMORY, timeout=BOOT_TIMEOUT).group(1))
+        vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_exit(timeout=60)
+    return used
 
 
 def summary(values):
@@ -347,8 +447,9 @@ def mib(n):
 
 
 def report(names, results, size):
-    print(f"\n{'variant':<19} {'to target, s':>22} {'vs grub':>8} {'paired':>7} "
-          f"{'menu, s':>8} {'EFI MiB':>8} {'initramfs MiB':>15} {'used MiB':>9}")
+    print(f"\n{'variant':<26} {'to target, s':>22} {'vs grub':>8} {'paired':>7} "
+          f"{'menu, s':>8} {'nmbl menu':>10} {'EFI MiB':>8} {'initramfs MiB':>14} "
+          f"{'used MiB':>9}")
     for n in names:
         r, s = results[n], size.get(n)
         t = r["target"]
@@ -356,18 +457,82 @@ def report(names, results, size):
         ratio = f"{t['median'] / results[base]['target']['median']:.2f}" \
             if base in results else "-"
         paired = f"{r['vs_grub_paired']['median']:.2f}" if "vs_grub_paired" in r else "-"
-        menu = f"{r['menu']['median']:.1f}" if "menu" in r else "-"
-        mem = f"{r['memory_kib']['median'] / 1024:.0f}" if "memory_kib" in r else "-"
-        efi = mib(s["efi_bytes"]) if s else "-"
+        menu_wall = f"{r['menu_wall']['median']:.1f}" if "menu_wall" in r else "-"
+        menu = f"{r['menu']['median']:.2f}" if "menu" in r else "-"
+        mem = f"{r['memory_kib']['median'] / 1024:.1f}" if "memory_kib" in r else "-"
+        efi = f"{s['efi_bytes'] / 2**20:.2f}" if s else "-"
         initramfs = (mib(s['initramfs_bytes']) + '/' + mib(s['initramfs_unpacked_bytes'])
                      if s else "-")
-        print(f"{n:<19} {t['median']:>7.1f} ({t['min']:.1f}-{t['max']:.1f}) {ratio:>8} "
-              f"{paired:>7} {menu:>8} {efi:>8} {initramfs:>15} {mem:>9}")
+        print(f"{n:<26} {t['median']:>7.1f} ({t['min']:.1f}-{t['max']:.1f}) {ratio:>8} "
+              f"{paired:>7} {menu_wall:>8} {menu:>10} {efi:>8} {initramfs:>14} {mem:>9}")
+    print("\nmenu: when the menu was reached (its entry taken), from power-on; nmbl menu: "
+          "the same from nmbl's kernel's start.\nWhere the seconds went (medians of each "
+          "step, from power-on):")
     for n in names:
-        if "breakdown" not in results[n]:
-            continue
-        parts = ", ".join(f"{k} {v['median']:.1f}" for k, v in results[n]["breakdown"].items())
-        print(f"{n}: {parts} (s, medians)")
+        parts = ", ".join(f"{k} {v['median']:.2f}" for k, v in results[n]["steps"].items())
+        print(f"  {n}: {parts}")
+
+
+# The timeline's colours: what runs in each step.
+STEP_COLOURS = (("firmware", "#9e9e9e"), ("image load", "#bdbdbd"),
+                ("stub", "#ffb74d"), ("GRUB", "#e57373"), ("grub.cfg", "#ef9a9a"),
+                ("kernel", "#64b5f6"), ("initramfs", "#1976d2"), ("modules", "#81c784"),
+                ("ESP", "#a5d6a7"), ("status", "#4db6ac"), ("hand-over", "#ba68c8"),
+                ("switch root", "#ce93d8"), ("target", "#ce93d8"), ("multi-user", "#ce93d8"))
+
+
+def step_colour(step):
+    return next((c for key, c in STEP_COLOURS if key in step), "#e0e0e0")
+
+
+def timeline_svg(names, results, path):
+    """An SVG picture of where each variant's seconds went: one bar per
+    variant, its steps (medians) side by side from power-on."""
+    def esc(text):
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    longest = max(sum(v["median"] for v in results[n]["steps"].values()) for n in names)
+    scale = 900 / max(longest, 1)
+    row, left, top = 34, 230, 30
+    height = top + row * len(names) + 60
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + 960}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="{left}" y="16" font-size="13">Seconds from power-on (medians of each '
+           f'step), QEMU under TCG</text>']
+    for i, n in enumerate(names):
+        y = top + i * row
+        out.append(f'<text x="{left - 8}" y="{y + 17}" text-anchor="end">{esc(n)}</text>')
+        x = left
+        for step, v in results[n]["steps"].items():
+            w = v["median"] * scale
+            out.append(f'<rect x="{x:.1f}" y="{y + 4}" width="{max(w, 0.5):.1f}" height="20" '
+                       f'fill="{step_colour(step)}" stroke="white" stroke-width="0.5">'
+                       f'<title>{esc(step)}: {v["median"]:.2f} s</title></rect>')
+            if w > 34:
+                out.append(f'<text x="{x + 3:.1f}" y="{y + 18}" font-size="9">'
+                           f'{v["median"]:.1f}</text>')
+            x += w
+        out.append(f'<text x="{x + 4:.1f}" y="{y + 18}">'
+                   f'{results[n]["target"]["median"]:.1f} s</text>')
+    axis = top + row * len(names) + 8
+    for s in range(0, int(longest) + 2, 2):
+        x = left + s * scale
+        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{axis}" stroke="#eee"/>')
+        out.append(f'<text x="{x:.1f}" y="{axis + 12}" text-anchor="middle">{s}</text>')
+    legend_x = left
+    seen = []
+    for n in names:
+        for step in results[n]["steps"]:
+            if step not in seen:
+                seen.append(step)
+    for j, step in enumerate(seen):
+        x, y = legend_x + (j % 5) * 190, axis + 24 + (j // 5) * 14
+        out.append(f'<rect x="{x}" y="{y - 9}" width="10" height="10" '
+                   f'fill="{step_colour(step)}"/><text x="{x + 14}" y="{y}">{esc(step)}</text>')
+    out.append("</svg>")
+    height_needed = axis + 24 + (len(seen) // 5 + 1) * 14
+    out[0] = out[0].replace(f'height="{height}"', f'height="{height_needed}"')
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def main():
@@ -410,27 +575,39 @@ def main():
     results = {}
     for n in names:
         rs = runs[n]
-        results[n] = {k: summary([r[k] for r in rs])
-                      for k in ("target", "menu", "memory_kib", "target_uptime") if k in rs[0]}
+        results[n] = {k: summary([r[k] for r in rs if k in r])
+                      for k in ("target", "menu", "menu_wall", "memory_kib", "target_uptime")
+                      if any(k in r for r in rs)}
         base = ALL_VARIANTS[n].get("base", "grub")
         if base in runs:
             results[n]["vs_grub_paired"] = summary(
                 [r["target"] / g["target"] for r, g in zip(rs, runs[base])])
-        if "breakdown" in rs[0]:
-            results[n]["breakdown"] = {k: summary([r["breakdown"][k] for r in rs])
-                                       for k in rs[0]["breakdown"]}
+        order = []
+        for r in rs:
+            order += [k for k in r["steps"] if k not in order]
+        results[n]["steps"] = {k: summary([r["steps"][k] for r in rs if k in r["steps"]])
+                               for k in order}
     size = sizes(names)
+    small = None
+    if "nmbl-direct" in names:
+        small = small_memory(images["nmbl-direct"], tb_size)
     print(f"\nQEMU under TCG, translated-code cache: "
           f"{f'{tb_size} MiB' if tb_size else 'QEMU default'}")
     report(names, results, size)
+    if small is not None:
+        print(f"\nnmbl's memory in use at its menu in a {SMALL_MEMORY_MIB} MiB VM: "
+              f"{small / 1024:.1f} MiB")
     out = args.out or build_path("bench", "results.json")
+    picture = os.path.splitext(out)[0] + ".svg"
+    timeline_svg(names, results, picture)
     with open(out, "w") as f:
         json.dump({"runs": args.runs, "seed": args.seed, "tb_size_mib": tb_size,
-                   "variants": results, "sizes": size}, f, indent=1)
+                   "variants": results, "sizes": size,
+                   "small_vm_memory_used_kib": small}, f, indent=1)
     for n in names:
         if n in MACHINE_VARIANTS:
             os.unlink(images[n])
-    print(f"\n{out}")
+    print(f"\n{out}\n{picture}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ See README.md next to this file.
 
 import argparse
 import atexit
+import bisect
 import codecs
 import fcntl
 import hashlib
@@ -330,6 +331,9 @@ class VM:
         self._threads = []
         self._cond = threading.Condition()
         self._raw = bytearray()
+        # When the console's bytes came: (seconds since start, length of
+        # raw after the read), one pair per read (arrived_at()).
+        self._arrivals = []
         self._chunks = []
         self._text = ""
         self._stripper = AnsiStripper()
@@ -475,6 +479,7 @@ class VM:
             with open(state["console"], "rb") as f:
                 console = f.read()
             self._raw += console
+            self._arrivals.append((0.0, len(self._raw)))
             self._chunks.append(self._decoder.decode(console))
             if self._log:
                 self._log.write(console)
@@ -682,6 +687,7 @@ class VM:
                 text = self._decoder.decode(data, final=not data)
                 with self._cond:
                     self._raw += data
+                    self._arrivals.append((self.elapsed(), len(self._raw)))
                     self._chunks.append(text)
                     self._eof = not data
                     self._note_phases(text)
@@ -728,6 +734,16 @@ class VM:
                 self._text += "".join(self._chunks)
                 self._chunks = []
             return self._text
+
+    def arrived_at(self, offset):
+        """Seconds after start() when the console's byte OFFSET (in raw)
+        came; None if it has not.  A read takes what the pipe holds: a
+        time is that of the read that brought the byte, late by at most
+        how long the reader slept."""
+        with self._cond:
+            ends = [end for _, end in self._arrivals]
+            i = bisect.bisect_right(ends, offset)
+            return self._arrivals[i][0] if i < len(self._arrivals) else None
 
     @property
     def raw(self):
