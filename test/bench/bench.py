@@ -3,7 +3,7 @@
 """nmbl against GRUB, measured in VMs (QEMU under TCG with OVMF).
 
     test/bench/bench.py [--build DIR] [--runs N] [--variant NAME]... [--tb-size MIB]
-                        [--seed N] [--out FILE]
+                        [--seed N] [--out FILE] [--uki FILE]
 
 Every variant boots the same disk layout: the same grub.cfg (timeout 0, one
 entry), the same /boot and root; only the program on the ESP differs.  Each
@@ -422,10 +422,22 @@ def summary(values):
             "max": round(max(values), 2), "runs": [round(v, 2) for v in values]}
 
 
-def unpacked_size(path):
-    """Bytes of an initramfs once decompressed."""
-    with open(path, "rb") as f:
-        return len(fixture.initramfs_cpio(f.read()))
+def unpacked_size(data):
+    """Bytes of an initramfs (DATA) once decompressed."""
+    return len(fixture.initramfs_cpio(data))
+
+
+def uki_initrd(efi):
+    """The initramfs a UKI holds (its .initrd section); None for a program
+    that holds none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "initrd")
+        p = subprocess.run(["objcopy", "-O", "binary", "--only-section=.initrd", efi, out],
+                           capture_output=True)
+        if p.returncode != 0 or not os.path.exists(out) or not os.path.getsize(out):
+            return None
+        with open(out, "rb") as f:
+            return f.read()
 
 
 def sizes(names):
@@ -435,9 +447,12 @@ def sizes(names):
             continue
         v = VARIANTS[n]
         efi = build_path(v["efi"])
-        initrd = build_path(v["initrd"])
+        initrd = uki_initrd(efi)
+        if initrd is None:
+            with open(build_path(v["initrd"]), "rb") as f:
+                initrd = f.read()
         out[n] = {"efi_bytes": os.path.getsize(efi),
-                  "initramfs_bytes": os.path.getsize(initrd),
+                  "initramfs_bytes": len(initrd),
                   "initramfs_unpacked_bytes": unpacked_size(initrd)}
     return out
 
@@ -546,7 +561,13 @@ def main():
     ap.add_argument("--seed", type=int, default=1,
                     help="the shuffle of each round's order (default %(default)s)")
     ap.add_argument("--out", help="JSON results (default BUILD/bench/results.json)")
+    ap.add_argument("--uki", metavar="FILE",
+                    help="nmbl's UKI for nmbl-direct and nmbl-direct-sb (default: the "
+                    "build's), to compare another build's with GRUB")
     args = ap.parse_args()
+    if args.uki:
+        for n in ("nmbl-direct", "nmbl-direct-sb"):
+            VARIANTS[n]["efi"] = os.path.abspath(args.uki)
     fixture.BUILD = args.build
     tb_size = args.tb_size or None
     names = args.variant or list(ALL_VARIANTS)
