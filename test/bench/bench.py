@@ -34,6 +34,7 @@ it is asked):
   debian-grub         Debian's signed GRUB (grub-install's grubx64.efi)
                       -> kernel + Debian's initrd, plain ext4 root
   debian-nmbl-direct  nmbl's UKI -> menu -> switch root, the same machine
+  debian-nmbl-kexec   nmbl's UKI (nmbl.boot=kexec) -> menu -> kexec
   lvm-grub            Debian's GRUB, "guided, encrypted LVM": LUKS2 holding
                       LVM, root and swap in it (mkimage --layout encrypted-lvm)
   lvm-nmbl-direct     nmbl's UKI -> menu -> the entry's own initrd on nmbl's
@@ -161,6 +162,8 @@ MACHINE_VARIANTS = {
     "debian-grub": dict(machine="system", efi=DEBIAN_GRUB, nmbl=None, base="debian-grub"),
     "debian-nmbl-direct": dict(machine="system", efi="nmbl.efi", nmbl="direct",
                                base="debian-grub"),
+    "debian-nmbl-kexec": dict(machine="system", efi="test/nmbl-kexec.efi", nmbl="kexec",
+                              base="debian-grub"),
     "lvm-grub": dict(machine="stacked", efi=DEBIAN_GRUB, nmbl=None, base="lvm-grub"),
     "lvm-nmbl-direct": dict(machine="stacked", efi="nmbl.efi", nmbl="direct", base="lvm-grub"),
     "lvm-nmbl-kexec": dict(machine="stacked", efi="test/nmbl-kexec.efi", nmbl="kexec",
@@ -562,12 +565,13 @@ def main():
                     help="the shuffle of each round's order (default %(default)s)")
     ap.add_argument("--out", help="JSON results (default BUILD/bench/results.json)")
     ap.add_argument("--uki", metavar="FILE",
-                    help="nmbl's UKI for nmbl-direct and nmbl-direct-sb (default: the "
-                    "build's), to compare another build's with GRUB")
+                    help="nmbl's UKI for the variants that start the build's (nmbl-direct, "
+                    "nmbl-direct-sb, debian-nmbl-direct, ...), to compare another build's")
     args = ap.parse_args()
     if args.uki:
-        for n in ("nmbl-direct", "nmbl-direct-sb"):
-            VARIANTS[n]["efi"] = os.path.abspath(args.uki)
+        for v in ALL_VARIANTS.values():
+            if v["efi"] == "nmbl.efi":
+                v["efi"] = os.path.abspath(args.uki)
     fixture.BUILD = args.build
     tb_size = args.tb_size or None
     names = args.variant or list(ALL_VARIANTS)
