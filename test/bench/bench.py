@@ -261,6 +261,13 @@ def arrival(vm, pattern, after=0):
     return (vm.arrived_at(m.end() - 1), m) if m else (None, None)
 
 
+def nmbl_kernel_start(vm, after=0):
+    """(when nmbl's kernel started, from power-on: when its status line
+    came less the uptime it printed; that line's match)."""
+    status, m = arrival(vm, NMBL_STARTUP.encode(), after)
+    return status - float(m.group(1)) - float(m.group(2)), m
+
+
 def timeline(vm, nmbl, target_start=None):
     """Where a boot's seconds went, from power-on, in order: [(step, s)].
     The firmware's steps and the loader's by when their lines came; inside
@@ -275,8 +282,7 @@ def timeline(vm, nmbl, target_start=None):
     marks += [("firmware", loading), ("image load", starting)]
     after = started.end() if started else 0
     if nmbl:
-        status, m = arrival(vm, NMBL_STARTUP.encode(), after)
-        kernel_start = status - float(m.group(1)) - float(m.group(2))
+        kernel_start, m = nmbl_kernel_start(vm, after)
         on_kernel = lambda t: kernel_start + float(t)  # noqa: E731
         _, unpacked = arrival(vm, NMBL_UNPACKED, after)
         _, steps = arrival(vm, NMBL_INIT_STEPS, after)
@@ -328,8 +334,7 @@ def menu_figures(vm, r, nmbl):
         return
     r["menu_wall"] = menu
     if nmbl:
-        status, m = arrival(vm, NMBL_STARTUP.encode())
-        r["menu"] = menu - (status - float(m.group(1)) - float(m.group(2)))
+        r["menu"] = menu - nmbl_kernel_start(vm)[0]
 
 
 def run_machine_once(name, variant, image, index, tb_size=None):
