@@ -141,181 +141,13 @@ static int walk_stream(const uint8_t *buf, size_t len, nmbl_cpio_entry_fn fn, vo
 	return 0;
 }
 
-/* Grow OUT (of *SIZE, *CAP bytes) for more output, within MAX. */
-static int grow(uint8_t **out, size_t *cap, size_t size, size_t max)
-{
-	size_t want;
-	uint8_t *p;
-
-	if (size < *cap)
-		return 0;
-	if (*cap >= max)
-		return -EFBIG;
-	want = *cap ? *cap * 2 : 1 << 20;
-	if (want > max)
-		want = max;
-	p = realloc(*out, want);
-	if (!p)
-		return -ENOMEM;
-	*out = p;
-	*cap = want;
-	return 0;
-}
-
-/* One step of a streaming decoder (STREAM, the library's): as much as it
- * decodes into OUT, ROOM bytes; *RET_WRITTEN what it wrote, *RET_END
- * whether its stream has ended. */
-typedef int (*decode_step_fn)(void *stream, uint8_t *out, size_t room, size_t *ret_written,
-			      bool *ret_end);
-
-/* STEP on STREAM until the stream ends, the output in *OUT (*SIZE bytes,
- * no more than MAX). */
-static int decode(decode_step_fn step, void *stream, size_t max, uint8_t **out, size_t *size)
-{
-	size_t cap = 0;
-
-	for (bool end = false; !end;) {
-		size_t written;
-		int r;
-
-		r = grow(out, &cap, *size, max);
-		if (r < 0)
-			return r;
-		r = step(stream, *out + *size, cap - *size, &written, &end);
-		*size += written;
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static unsigned room32(size_t room)
-{
-	return room > UINT32_MAX ? UINT32_MAX : (unsigned)room;
-}
-
-static int gzip_step(void *stream, uint8_t *out, size_t room, size_t *ret_written, bool *ret_end)
-{
-	z_stream *s = stream;
-	int z;
-
-	s->next_out = out;
-	s->avail_out = room32(room);
-	z = inflate(s, Z_NO_FLUSH);
-	*ret_written = (size_t)(s->next_out - out);
-	*ret_end = z == Z_STREAM_END;
-	if (z == Z_MEM_ERROR)
-		return -ENOMEM;
-	/* Out of input with room left: the stream was cut short. */
-	if (z != Z_OK && z != Z_STREAM_END && !(z == Z_BUF_ERROR && s->avail_out == 0))
-		return -EBADMSG;
-	return 0;
-}
-
-static int gunzip(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
-		  size_t *used)
-{
-	z_stream s = { 0 };
-	int r;
-
-	/* A gzip member (15 bits of window, 16: its header and trailer). */
-	if (inflateInit2(&s, 16 + MAX_WBITS) != Z_OK)
-		return -ENOMEM;
-	s.next_in = (Bytef *)in;
-	s.avail_in = room32(len);
-	r = decode(gzip_step, &s, max, out, size);
-	*used = s.total_in;
-	inflateEnd(&s);
-	return r;
-}
-
-/* What the xz and lzma decoders may allocate: a header asks for a
- * dictionary of up to 4 GiB; xz -9 needs 65 MiB. */
-#define XZ_MEMLIMIT (128u << 20)
-
-static int xz_step(void *stream, uint8_t *out, size_t room, size_t *ret_written, bool *ret_end)
-{
-	lzma_stream *s = stream;
-	lzma_ret x;
-
-	s->next_out = out;
-	s->avail_out = room;
-	x = lzma_code(s, LZMA_FINISH);
-	*ret_written = (size_t)(s->next_out - out);
-	*ret_end = x == LZMA_STREAM_END;
-	if (x == LZMA_MEM_ERROR)
-		return -ENOMEM;
-	if (x == LZMA_MEMLIMIT_ERROR)
-		return -EFBIG;
-	if (x != LZMA_OK && x != LZMA_STREAM_END && !(x == LZMA_BUF_ERROR && s->avail_out == 0))
-		return -EBADMSG;
-	return 0;
-}
-
-static int unxz(const uint8_t *in, size_t len, bool alone, size_t max, uint8_t **out,
-		size_t *size, size_t *used)
-{
-	lzma_stream s = LZMA_STREAM_INIT;
-	lzma_ret x;
-	int r;
-
-	x = alone ? lzma_alone_decoder(&s, XZ_MEMLIMIT) : lzma_stream_decoder(&s, XZ_MEMLIMIT, 0);
-	if (x != LZMA_OK)
-		return -ENOMEM;
-	s.next_in = in;
-	s.avail_in = len;
-	r = decode(xz_step, &s, max, out, size);
-	*used = (size_t)s.total_in;
-	lzma_end(&s);
-	return r;
-}
-
-static const uint8_t zstd_magic[] = { 0x28, 0xb5, 0x2f, 0xfd };
-
-static int unzstd(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
-		  size_t *used)
-{
-	ZSTD_inBuffer input = { in, len, 0 };
-	ZSTD_DStream *s = ZSTD_createDStream();
-	size_t cap = 0, z = 1;
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	/* Frame after frame, as zstd writes a large input. */
-	for (;;) {
-		r = grow(out, &cap, *size, max);
-		if (r < 0)
-			goto end;
-		ZSTD_outBuffer output = { *out, cap, *size };
-		z = ZSTD_decompressStream(s, &output, &input);
-		*size = output.pos;
-		if (ZSTD_isError(z)) {
-			r = ZSTD_getErrorCode(z) == ZSTD_error_memory_allocation ? -ENOMEM : -EBADMSG;
-			goto end;
-		}
-		if (z == 0 && (len - input.pos < sizeof(zstd_magic) ||
-			       memcmp(in + input.pos, zstd_magic, sizeof(zstd_magic)) != 0))
-			break;
-		if (z != 0 && input.pos == len && output.pos < output.size) {
-			r = -EBADMSG; /* truncated */
-			goto end;
-		}
-	}
-	*used = input.pos;
-	r = 0;
-end:
-	ZSTD_freeDStream(s);
-	return r;
-}
-
 static int bzip2_step(void *stream, uint8_t *out, size_t room, size_t *ret_written, bool *ret_end)
 {
 	bz_stream *s = stream;
 	int b;
 
 	s->next_out = (char *)out;
-	s->avail_out = room32(room);
+	s->avail_out = nmbl_room32(room);
 	b = BZ2_bzDecompress(s);
 	*ret_written = (size_t)((uint8_t *)s->next_out - out);
 	*ret_end = b == BZ_STREAM_END;
@@ -337,8 +169,8 @@ static int bunzip2(const uint8_t *in, size_t len, size_t max, uint8_t **out, siz
 	if (BZ2_bzDecompressInit(&s, 0, 0) != BZ_OK)
 		return -ENOMEM;
 	s.next_in = (char *)in;
-	s.avail_in = room32(len);
-	r = decode(bzip2_step, &s, max, out, size);
+	s.avail_in = nmbl_room32(len);
+	r = nmbl_decode(bzip2_step, &s, max, out, size);
 	*used = (size_t)s.total_in_hi32 << 32 | s.total_in_lo32;
 	BZ2_bzDecompressEnd(&s);
 	return r;
@@ -374,7 +206,7 @@ static int unlz4(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_
 		if (room == 0)
 			return -EFBIG;
 		while (cap - *size < room) {
-			r = grow(out, &cap, cap, max);
+			r = nmbl_grow(out, &cap, cap, max);
 			if (r < 0)
 				return r;
 		}
@@ -454,7 +286,7 @@ static int unlzop(const uint8_t *in, size_t len, size_t max, uint8_t **out, size
 		if (dst > max - *size)
 			return -EFBIG;
 		while (cap - *size < dst) {
-			r = grow(out, &cap, cap, max);
+			r = nmbl_grow(out, &cap, cap, max);
 			if (r < 0)
 				return r;
 		}
@@ -471,63 +303,6 @@ static int unlzop(const uint8_t *in, size_t len, size_t max, uint8_t **out, size
 	return 0;
 }
 
-enum compression { NONE, GZIP, XZ, LZMA, ZSTD, BZIP2, LZ4, LZOP };
-
-/* The kernel's magic numbers (lib/decompress.c). */
-static enum compression compression_of(const uint8_t *p, size_t len)
-{
-	static const struct {
-		uint8_t magic[6];
-		size_t len;
-		enum compression c;
-	} known[] = {
-		{ { 0x1f, 0x8b }, 2, GZIP },
-		{ { 0x1f, 0x9e }, 2, GZIP },
-		{ { 0xfd, '7', 'z', 'X', 'Z', 0x00 }, 6, XZ },
-		{ { 0x5d, 0x00, 0x00 }, 3, LZMA },
-		{ { 0x28, 0xb5, 0x2f, 0xfd }, 4, ZSTD },
-		{ { 'B', 'Z', 'h' }, 3, BZIP2 },
-		{ { 0x02, 0x21, 0x4c, 0x18 }, 4, LZ4 },		/* legacy frames */
-		{ { 0x89, 'L' }, 2, LZOP },
-	};
-
-	for (size_t i = 0; i < ELEMENTSOF(known); i++)
-		if (len >= known[i].len && memcmp(p, known[i].magic, known[i].len) == 0)
-			return known[i].c;
-	return NONE;
-}
-
-int nmbl_decompress(const void *in, size_t len, size_t max, void **ret, size_t *ret_len)
-{
-	_cleanup_free_ uint8_t *out = NULL;
-	size_t size = 0, used = 0;
-	int r;
-
-	if (!in || !ret || !ret_len)
-		return -EINVAL;
-	switch (compression_of(in, len)) {
-	case GZIP:
-		r = gunzip(in, len, max, &out, &size, &used);
-		break;
-	case XZ:
-		r = unxz(in, len, false, max, &out, &size, &used);
-		break;
-	case ZSTD:
-		r = unzstd(in, len, max, &out, &size, &used);
-		break;
-	default:
-		return -EBADMSG;
-	}
-	if (r < 0)
-		return r;
-	/* One stream, all of it: what follows would be lost. */
-	if (used != len)
-		return -EBADMSG;
-	*ret = TAKE_PTR(out);
-	*ret_len = size;
-	return 0;
-}
-
 int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 				    nmbl_cpio_entry_fn fn, void *userdata)
 {
@@ -541,7 +316,7 @@ int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 	while (off < len) {
 		_cleanup_free_ uint8_t *out = NULL;
 		size_t size = 0, used = 0;
-		enum compression c;
+		enum nmbl_compression c;
 		int r;
 
 		if (buf[off] == '\0') {
@@ -555,26 +330,26 @@ int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 			off += used;
 			continue;
 		}
-		c = compression_of(buf + off, len - off);
+		c = nmbl_compression_of(buf + off, len - off);
 		switch (c) {
-		case GZIP:
-			r = gunzip(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
+		case NMBL_GZIP:
+			r = nmbl_gunzip(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
 			break;
-		case XZ:
-		case LZMA:
-			r = unxz(buf + off, len - off, c == LZMA, max_unpacked - unpacked, &out, &size,
+		case NMBL_XZ:
+		case NMBL_LZMA:
+			r = nmbl_unxz(buf + off, len - off, c == NMBL_LZMA, max_unpacked - unpacked, &out, &size,
 				 &used);
 			break;
-		case ZSTD:
-			r = unzstd(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
+		case NMBL_ZSTD:
+			r = nmbl_unzstd(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
 			break;
-		case BZIP2:
+		case NMBL_BZIP2:
 			r = bunzip2(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
 			break;
-		case LZ4:
+		case NMBL_LZ4:
 			r = unlz4(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
 			break;
-		case LZOP:
+		case NMBL_LZOP:
 			r = unlzop(buf + off, len - off, max_unpacked - unpacked, &out, &size, &used);
 			break;
 		default:

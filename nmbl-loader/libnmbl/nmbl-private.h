@@ -369,6 +369,37 @@ typedef int (*nmbl_cpio_entry_fn)(const struct nmbl_cpio_entry *e, void *userdat
  * 128 MiB, or what FN returned when negative. */
 int nmbl_initramfs_walk(const void *image, size_t len, size_t max_unpacked,
 			nmbl_cpio_entry_fn fn, void *userdata);
+/*
+ * Decompression (decompress.c).  The formats the kernel takes for an
+ * initramfs, told by their magic numbers (lib/decompress.c).
+ */
+enum nmbl_compression {
+	NMBL_UNCOMPRESSED, NMBL_GZIP, NMBL_XZ, NMBL_LZMA, NMBL_ZSTD, NMBL_BZIP2, NMBL_LZ4, NMBL_LZOP,
+};
+enum nmbl_compression nmbl_compression_of(const uint8_t *p, size_t len);
+/* Grow OUT (of SIZE bytes used, *CAP allocated) for more output, within MAX. */
+int nmbl_grow(uint8_t **out, size_t *cap, size_t size, size_t max);
+/* One step of a streaming decoder (STREAM, the library's): as much as it
+ * decodes into OUT, ROOM bytes; *RET_WRITTEN what it wrote, *RET_END
+ * whether its stream has ended. */
+typedef int (*nmbl_decode_step_fn)(void *stream, uint8_t *out, size_t room,
+				   size_t *ret_written, bool *ret_end);
+/* STEP on STREAM until the stream ends, the output in *OUT (*SIZE bytes,
+ * no more than MAX). */
+int nmbl_decode(nmbl_decode_step_fn step, void *stream, size_t max, uint8_t **out,
+		size_t *size);
+/* ROOM as a 32-bit library's counter takes it. */
+unsigned nmbl_room32(size_t room);
+/* One stream of IN (LEN bytes) decompressed into *OUT (*SIZE bytes, no
+ * more than MAX); *USED, the input it took.  -EBADMSG for a damaged
+ * stream, -EFBIG past MAX or for a decoder that would need more than
+ * 128 MiB. */
+int nmbl_gunzip(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
+		size_t *used);
+int nmbl_unxz(const uint8_t *in, size_t len, bool alone, size_t max, uint8_t **out,
+	      size_t *size, size_t *used);
+int nmbl_unzstd(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *size,
+		size_t *used);
 /* IN (LEN bytes: one gzip, xz or zstd stream, nothing after it)
  * decompressed into a malloc'ed *RET of *RET_LEN bytes, no more than MAX.
  * -EBADMSG for anything else or a damaged stream, -EFBIG past MAX. */
