@@ -55,8 +55,10 @@ def test_bench_runs_each_variant_once():
         r = results["variants"][name]
         assert list(r["steps"]) == want, (name, r["steps"])
         assert all(s["median"] >= 0 for s in r["steps"].values()), (name, r["steps"])
+        # Each figure is rounded to hundredths: a dozen steps may be off
+        # by 0.06 together.
         total = sum(s["median"] for s in r["steps"].values())
-        assert abs(total - r["target"]["median"]) < 0.05, (name, total, r["target"])
+        assert abs(total - r["target"]["median"]) < 0.1, (name, total, r["target"])
         if name != "grub":
             assert r["memory_kib"]["median"] > 0, name
             # nmbl's menu came after its kernel started, before the target.
