@@ -163,7 +163,7 @@ static int read_whole(const char *path, char **ret, size_t *ret_len)
 		return -EBADMSG;
 	if ((unsigned long long)st.st_size > NMBL_MODULE_MAX)
 		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
 	if (!buf)
 		return -ENOMEM;
 	n = nmbl_read_full(fd, buf, (size_t)st.st_size);

@@ -243,14 +243,19 @@ struct startup {
 	long long kernel_usec, unpack_usec, unpacked_usec, now_usec;
 };
 
+static bool begins(const char *text, const char *prefix)
+{
+	return strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
 /* The kernel log's lines that mark a step, and where each goes. */
 static long long *startup_step(struct startup *st, const char *text)
 {
-	if (strncmp(text, "Trying to unpack rootfs image as initramfs", 42) == 0)
+	if (begins(text, "Trying to unpack rootfs image as initramfs"))
 		return &st->unpack_usec;
-	if (strncmp(text, "Freeing initrd memory: ", 23) == 0)
+	if (begins(text, "Freeing initrd memory: "))
 		return &st->unpacked_usec;
-	if (strncmp(text, "Run ", 4) == 0 && strstr(text, " as init process"))
+	if (begins(text, "Run ") && strstr(text, " as init process"))
 		return &st->kernel_usec;
 	return NULL;
 }

@@ -261,28 +261,28 @@ def arrival(vm, pattern, after=0):
     return (vm.arrived_at(m.end() - 1), m) if m else (None, None)
 
 
-def nmbl_kernel_start(vm, after=0):
-    """(when nmbl's kernel started, from power-on: when its status line
-    came less the uptime it printed; that line's match)."""
-    status, m = arrival(vm, NMBL_STARTUP.encode(), after)
-    return status - float(m.group(1)) - float(m.group(2)), m
-
-
-def timeline(vm, nmbl, target_start=None):
-    """Where a boot's seconds went, from power-on, in order: [(step, s)].
-    The firmware's steps and the loader's by when their lines came; inside
-    nmbl's kernel by its own clock, placed by when its status line came
-    (its kernel's start: that line's time less the uptime it printed).
-    TARGET_START, when known, is when the target's kernel started (a
-    kexec's or GRUB's hand-over; None for a switch of root, or a machine
-    whose start does not say)."""
+def timeline(vm, nmbl, r, target_start=None):
+    """Where a boot's seconds went, from power-on, in order: [(step, s)],
+    and when its steps had ended.  The firmware's steps and the loader's
+    by when their lines came; inside nmbl's kernel by its own clock,
+    placed by when its status line came (its kernel's start: that line's
+    time less the uptime it printed).  TARGET_START, when known, is when
+    the target's kernel started (a kexec's or GRUB's hand-over; None for a
+    switch of root, or a machine whose start does not say).  Into R: when
+    the menu was reached (its entry taken), from power-on ("menu_wall")
+    and for nmbl from its kernel's start ("menu")."""
     marks = []
     loading, _ = arrival(vm, FIRMWARE_LOADING)
     starting, started = arrival(vm, FIRMWARE_STARTING)
     marks += [("firmware", loading), ("image load", starting)]
     after = started.end() if started else 0
+    up, _ = arrival(vm, LOADER_UP, after)
+    menu, _ = arrival(vm, LOADER_MENU, after)
+    if menu is not None:
+        r["menu_wall"] = menu
     if nmbl:
-        kernel_start, m = nmbl_kernel_start(vm, after)
+        status, m = arrival(vm, NMBL_STARTUP.encode(), after)
+        kernel_start = status - float(m.group(1)) - float(m.group(2))
         on_kernel = lambda t: kernel_start + float(t)  # noqa: E731
         _, unpacked = arrival(vm, NMBL_UNPACKED, after)
         _, steps = arrival(vm, NMBL_INIT_STEPS, after)
@@ -291,20 +291,15 @@ def timeline(vm, nmbl, target_start=None):
             marks += [("kernel", on_kernel(unpacked.group(1))),
                       ("initramfs unpacking", on_kernel(unpacked.group(2)))]
         marks.append(("kernel" if not unpacked else "kernel, after unpacking",
-                      kernel_start + float(m.group(1))))
+                      on_kernel(m.group(1))))
         if steps:
             marks += [("modules", on_kernel(steps.group(1))),
                       ("the ESP's disk", on_kernel(steps.group(2)))]
-        up, _ = arrival(vm, LOADER_UP, after)
-        marks.append(("status, grub-emu start", up))
-        menu, _ = arrival(vm, LOADER_MENU, after)
-        marks.append(("grub.cfg read, menu", menu))
-    else:
-        up, _ = arrival(vm, LOADER_UP, after)
-        if up is not None:
-            marks.append(("GRUB start", up))
-            menu, _ = arrival(vm, LOADER_MENU, after)
-            marks.append(("grub.cfg read, menu", menu))
+        marks += [("status, grub-emu start", up), ("grub.cfg read, menu", menu)]
+        if menu is not None:
+            r["menu"] = menu - kernel_start
+    elif up is not None:
+        marks += [("GRUB start", up), ("grub.cfg read, menu", menu)]
     if target_start is not None:
         marks.append(("hand-over", target_start))
     # Drop what this boot did not show, and name each step by its end.
@@ -317,24 +312,10 @@ def timeline(vm, nmbl, target_start=None):
     return steps, at
 
 
-def nmbl_figures(vm, r):
-    """Into R: nmbl's kernel's and init's time until its status, by its
-    own clock, and its memory in use."""
-    startup = vm.wait_for(NMBL_STARTUP, timeout=BOOT_TIMEOUT)
+def nmbl_memory(vm, r):
+    """Into R: nmbl's memory in use at its menu, from its status."""
+    vm.wait_for(NMBL_STARTUP, timeout=BOOT_TIMEOUT)
     r["memory_kib"] = int(vm.wait_for(NMBL_MEMORY, timeout=60).group(1))
-    r["kernel"] = float(startup.group(1))
-    r["userspace"] = float(startup.group(2))
-
-
-def menu_figures(vm, r, nmbl):
-    """Into R: when the menu was reached (its entry taken), from power-on,
-    and for nmbl from its kernel's start."""
-    menu, _ = arrival(vm, LOADER_MENU)
-    if menu is None:
-        return
-    r["menu_wall"] = menu
-    if nmbl:
-        r["menu"] = menu - nmbl_kernel_start(vm)[0]
 
 
 def run_machine_once(name, variant, image, index, tb_size=None):
@@ -354,15 +335,14 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     with VM(image, snapshot=True, secure_boot=False, log_file=log, tb_size=tb_size,
             disks=more, tpm=tpm) as vm:
         if variant["nmbl"]:
-            nmbl_figures(vm, r)
+            nmbl_memory(vm, r)
         if "passphrase" in m:
             vm.wait_for(PASSPHRASE_PROMPT, timeout=machine.BOOT_TIMEOUT, clean=True)
             vm.send_raw(m["passphrase"] + "\r")
         up = vm.wait_for(machine.SYSTEM_UP, timeout=machine.BOOT_TIMEOUT)
         r["target"] = vm.elapsed()
         log_text = vm.clean_log()
-        menu_figures(vm, r, variant["nmbl"])
-        steps, at = timeline(vm, variant["nmbl"])
+        steps, at = timeline(vm, variant["nmbl"], r)
     root = m["layout"].get("root_device") or f"UUID={machine.root_uuid()}"
     kver = m["other_kernel"] if variant.get("updated") else m["kernel"]
     want = (f"BOOT_IMAGE=/boot/vmlinuz-{kver} " if variant["machine"] == "system" else
@@ -389,7 +369,7 @@ def run_once(name, variant, image, index, tb_size=None):
             tb_size=tb_size) as vm:
         if variant["nmbl"]:
             nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
-            nmbl_figures(vm, r)
+            nmbl_memory(vm, r)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         r["target"] = vm.elapsed()
         r["target_uptime"] = float(vm.wait_for(TARGET_UPTIME, timeout=60).group(1))
@@ -399,8 +379,7 @@ def run_once(name, variant, image, index, tb_size=None):
         # The target's kernel started its uptime before its line; after a
         # switch of root it is nmbl's own kernel.
         target_start = None if direct else r["target"] - r["target_uptime"]
-        menu_figures(vm, r, variant["nmbl"])
-        steps, at = timeline(vm, variant["nmbl"], target_start)
+        steps, at = timeline(vm, variant["nmbl"], r, target_start)
     if not up.group(2).endswith(OPTIONS):
         raise SystemExit(f"bench: {name} run {index}: the target's command line is "
                          f"{up.group(2)!r} (see {log})")
