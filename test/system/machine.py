@@ -187,7 +187,9 @@ def check_nothing_left(sh):
     ours = [line.split() for line in sh.check("cat /proc/self/mountinfo").splitlines()
             if "nmbl" in line.split()[3] or "sysroot" in " ".join(line.split()[3:5])]
     assert [(f[4], f[5].split(",")[0]) for f in ours] == [("/proc/cmdline", "ro")], ours
-    assert sh.check("cat /proc/[0-9]*/comm | grep -cxE 'grub-emu|nmbl-init|nmbl-console' "
-                    "|| true").strip() == "0"
+    left = sh.check("for p in /proc/[0-9]*; do read -r c <$p/comm 2>/dev/null && "
+                    "case $c in grub-emu|nmbl-init|nmbl-console) "
+                    "echo \"${p#/proc/} $c $(cut -d' ' -f3,4 $p/stat)\";; esac; done; true")
+    assert left.strip() == "", f"nmbl's processes are left (pid, name, state, parent): {left}"
     assert sh.check("tr '\\0' '\\n' </proc/1/environ | grep -c NMBL || true").strip() == "0"
     assert sh.run("test -e /run/nmbl")[0] != 0, "nmbl's /run is still there"
