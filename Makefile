@@ -27,7 +27,7 @@ OVMF_DIR ?= /usr/share/OVMF
 
 # Packages (Debian 12 names) that building and testing need.
 DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automake autopoint \
-	pkg-config python3 patch xz-utils libssl-dev libkmod-dev libblkid-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev liblzo2-dev zstd lz4 cpio kmod binutils openssl \
+	pkg-config python3 patch xz-utils libssl-dev dhcpcd-base ca-certificates libkmod-dev libblkid-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev liblzo2-dev zstd lz4 cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
@@ -48,6 +48,7 @@ all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $
 # that read it, the UKI's signing before the test images, the test
 # images' folder before the benchmark's.
 include nmbl-loader/nmbl.mk
+include nmbl-loader/curl.mk
 include grub-emu-patches/grub.mk
 include dracut/uki.mk
 include test/test.mk

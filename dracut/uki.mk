@@ -67,4 +67,15 @@ $(BUILD)/nmbl-initrd.img: $(NMBL_DRACUT_DEPS)
 $(BUILD)/nmbl.efi: $(BUILD)/nmbl-initrd.img $(NMBL_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT)$(NMBL_DEBUG_CMDLINE))
 
+# The image the firmware boots from the network (PXE, HTTP Boot): nmbl's,
+# with network cards' drivers, dhcpcd, nmbl-fetch and the CA certificates
+# (the dracut module's NMBL_NET=1).  A separate image: what a network boot
+# needs would make every disk boot's image larger.
+$(BUILD)/nmbl-net-initrd.img: $(NMBL_DRACUT_DEPS) $(BUILD)/nmbl-fetch
+	NMBL_NET=1 NMBL_FETCH=$(abspath $(BUILD)/nmbl-fetch) $(NMBL_DRACUT) $@ $(NMBL_MODULE) -- \
+		--modules "nmbl" --compress $(NMBL_COMPRESS)
+
+$(BUILD)/nmbl-net.efi: $(BUILD)/nmbl-net-initrd.img $(NMBL_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT)$(NMBL_DEBUG_CMDLINE))
+
 uki: $(BUILD)/nmbl.efi

@@ -11,7 +11,7 @@ GRUB_SRC = $(BUILD)/grub/grub-$(GRUB_VERSION)
 GRUB_OBJ = $(BUILD)/grub/obj
 
 $(GRUB_TARBALL):
-	grub-emu-patches/fetch-grub $(CACHE) $(GRUB_VERSION) $(GRUB_SHA256)
+	nmbl-loader/fetch-upstream $(CACHE) grub2 $(GRUB_VERSION) $(GRUB_SHA256)
 
 $(GRUB_SRC)/.patched: $(GRUB_TARBALL) $(GRUB_PATCHES)
 	echo "$(GRUB_SHA256)  $(GRUB_TARBALL)" | sha256sum -c --quiet

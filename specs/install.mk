@@ -36,7 +36,7 @@ INSTALLED = $(BINDIR)/nmbl $(BINDIR)/nmbl-key $(LIBDIR)/libnmbl.so.1 $(LIBDIR)/l
 	$(MANDIR)/man3/libnmbl.3 \
 	$(addprefix $(LIBEXECDIR)/nmbl/,grub-emu nmbl-init nmbl-console mkuki run-dracut) \
 	$(DATADIR)/nmbl/os-release $(DATADIR)/nmbl/sbat.csv \
-	$(addprefix $(DRACUTDIR)/modules.d/97nmbl/,module-setup.sh grub.cfg mdadm.conf lvm.conf) \
+	$(addprefix $(DRACUTDIR)/modules.d/97nmbl/,module-setup.sh grub.cfg mdadm.conf lvm.conf dhcpcd.conf) \
 	$(addprefix $(DRACUTDIR)/modules.d/96nmbl-handover/,module-setup.sh nmbl-handover.sh) \
 	$(KERNELINSTALLDIR)/95-nmbl.install \
 	$(SYSTEMDUNITDIR)/nmbl-bless.service $(PRESETDIR)/90-nmbl.preset \
@@ -82,7 +82,7 @@ install: all
 		dracut/mkuki dracut/run-dracut $(DESTDIR)$(LIBEXECDIR)/nmbl/
 	$(INSTALL) -m 0644 dracut/os-release dracut/sbat.csv $(DESTDIR)$(DATADIR)/nmbl/
 	$(INSTALL) -m 0755 $(INSTALL_SUBST)/module-setup.sh $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
-	$(INSTALL) -m 0644 $(addprefix $(NMBL_MODULE)/,grub.cfg mdadm.conf lvm.conf) \
+	$(INSTALL) -m 0644 $(addprefix $(NMBL_MODULE)/,grub.cfg mdadm.conf lvm.conf dhcpcd.conf) \
 		$(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
 	$(INSTALL) -m 0755 dracut/modules.d/96nmbl-handover/module-setup.sh \
 		dracut/modules.d/96nmbl-handover/nmbl-handover.sh \

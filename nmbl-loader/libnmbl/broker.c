@@ -11,6 +11,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
@@ -34,6 +35,7 @@ enum field {
 	F_TEXT,    /* any text (a GRUB name, a description, an entry's id) */
 	F_CMDLINE, /* a kernel command line as GRUB's linux makes it: BOOT_IMAGE=
 		      first, within NMBL_CMDLINE_MAX */
+	F_URL,     /* tftp://, http:// or https://, printable ASCII, no space */
 };
 
 static const struct {
@@ -50,6 +52,10 @@ static const struct {
 	[NMBL_BROKER_ENTRY_REQUESTS] = { true, 0, { 0 } },
 	[NMBL_BROKER_MENU_SHOWN] = { true, 0, { 0 } },
 	[NMBL_BROKER_GRUBENV_WRITE] = { true, 3, { F_DISK, F_SECTOR, F_PATH } },
+	[NMBL_BROKER_FETCH] = { true, 1, { F_URL } },
+	[NMBL_BROKER_KERNEL_URL] = { true, 3, { F_URL, F_TEXT, F_CMDLINE } },
+	[NMBL_BROKER_INITRD_URL] = { true, 3, { F_URL, F_TEXT, F_SECTOR } },
+	[NMBL_BROKER_CANCEL] = { true, 0, { 0 } },
 };
 _Static_assert(ELEMENTSOF(requests[0].fields) <= NMBL_BROKER_FIELDS_MAX, "fields");
 
@@ -84,6 +90,27 @@ static bool valid_path(const char *s)
 	return true;
 }
 
+/* What nmbl-fetch reads, and nothing a shell or a URL parser could take
+ * another way: a scheme it knows, a host, visible ASCII only. */
+static bool valid_url(const char *s, size_t len)
+{
+	static const char *const schemes[] = { "tftp://", "http://", "https://" };
+	bool known = false;
+
+	if (len > NMBL_URL_MAX)
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(schemes); i++)
+		if (strncmp(s, schemes[i], strlen(schemes[i])) == 0 && s[strlen(schemes[i])] &&
+		    s[strlen(schemes[i])] != '/')
+			known = true;
+	if (!known)
+		return false;
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e)
+			return false;
+	return true;
+}
+
 static bool valid_field(enum field f, const char *s, size_t len)
 {
 	uint64_t v;
@@ -102,6 +129,8 @@ static bool valid_field(enum field f, const char *s, size_t len)
 		return true;
 	case F_CMDLINE:
 		return len < NMBL_CMDLINE_MAX && strncmp(s, BOOT_IMAGE, strlen(BOOT_IMAGE)) == 0;
+	case F_URL:
+		return valid_url(s, len);
 	}
 	return false;
 }
@@ -244,6 +273,35 @@ NMBL_EXPORT int nmbl_broker_call(int fd, enum nmbl_broker_request request,
 				 const char *const *fields, size_t n_fields, int data_fd,
 				 char **ret_reply, size_t n_reply)
 {
+	return nmbl_broker_call_full(fd, request, fields, n_fields, data_fd, NULL, NULL, NULL,
+				     ret_reply, n_reply);
+}
+
+/* A PROGRESS message's two numbers, into PROGRESS; what it returns. */
+static int heard_progress(const char *buf, size_t len,
+			  int (*progress)(void *data, uint64_t done, uint64_t total), void *data)
+{
+	const char *p = buf + 8, *end = buf + len;
+	uint64_t v[2] = { 0, 0 };
+	uint32_t n;
+
+	memcpy(&n, buf + 4, 4);
+	for (uint32_t i = 0; i < n && i < 2 && p < end; i++) {
+		size_t flen = strnlen(p, (size_t)(end - p));
+
+		if (p + flen == end || !valid_number(p, &v[i]))
+			return 0;
+		p += flen + 1;
+	}
+	return progress ? progress(data, v[0], v[1]) : 0;
+}
+
+NMBL_EXPORT int nmbl_broker_call_full(int fd, enum nmbl_broker_request request,
+				      const char *const *fields, size_t n_fields, int data_fd,
+				      int (*progress)(void *data, uint64_t done, uint64_t total),
+				      void *progress_data, int *ret_fd, char **ret_reply,
+				      size_t n_reply)
+{
 	_cleanup_free_ char *buf = malloc(NMBL_BROKER_MESSAGE_MAX);
 	const char *p, *end;
 	char *got[REPLY_FIELDS_MAX] = { NULL };
@@ -260,15 +318,31 @@ NMBL_EXPORT int nmbl_broker_call(int fd, enum nmbl_broker_request request,
 	r = send_message(fd, (uint32_t)request, fields, n_fields, data_fd);
 	if (r < 0)
 		return r;
-	len = receive_message(fd, buf, &extra);
-	if (extra >= 0)
-		close(extra);
-	if (len == 0)
-		return -ECONNRESET;
-	if (len < 0)
-		return (int)len;
-	if (len < 8)
-		return -EBADMSG;
+	for (bool cancelled = false;;) {
+		uint32_t word;
+
+		len = receive_message(fd, buf, &extra);
+		if (len == 0)
+			return -ECONNRESET;
+		if (len < 0)
+			return (int)len;
+		if (len < 8) {
+			if (extra >= 0)
+				close(extra);
+			return -EBADMSG;
+		}
+		memcpy(&word, buf, 4);
+		if (word != NMBL_BROKER_PROGRESS)
+			break;
+		if (extra >= 0)
+			close(TAKE_FD(extra));
+		if (!cancelled && heard_progress(buf, (size_t)len, progress, progress_data) < 0) {
+			cancelled = true;
+			r = send_message(fd, NMBL_BROKER_CANCEL, NULL, 0, -1);
+			if (r < 0)
+				return r;
+		}
+	}
 	memcpy(&result, buf, 4);
 	memcpy(&n, buf + 4, 4);
 	p = buf + 8;
@@ -286,6 +360,12 @@ NMBL_EXPORT int nmbl_broker_call(int fd, enum nmbl_broker_request request,
 		goto bad;
 	for (size_t i = 0; i < n_reply; i++)
 		ret_reply[i] = got[i];
+	for (size_t i = n_reply; i < REPLY_FIELDS_MAX; i++)
+		free(got[i]);
+	if (ret_fd)
+		*ret_fd = TAKE_FD(extra);
+	else if (extra >= 0)
+		close(TAKE_FD(extra));
 	return result;
 bad:
 	r = -EBADMSG;
@@ -295,6 +375,8 @@ nomem:
 fail:
 	for (size_t i = 0; i < REPLY_FIELDS_MAX; i++)
 		free(got[i]);
+	if (extra >= 0)
+		close(extra);
 	return r;
 }
 
@@ -308,6 +390,13 @@ struct nmbl_broker {
 	char *cmdline;
 	char **initrds;
 	size_t n_initrds;
+	/* The files the network gave for the kernel and initrds above
+	 * (/proc/self/fd/N), held open: what was measured is what loads. */
+	int *held;
+	size_t n_held;
+	bool from_network;
+	/* Set when nmbl was started from the network: how to fetch. */
+	struct nmbl_fetch_options *net;
 	/* The entry BOOT prepared, recorded for the booted system once the
 	 * hand-over is kept. */
 	char *entry;
@@ -346,6 +435,12 @@ static void forget_kernel(struct nmbl_broker *b)
 	free(b->cmdline);
 	b->kernel = b->kernel_name = b->cmdline = NULL;
 	forget_initrds(b);
+	for (size_t i = 0; i < b->n_held; i++)
+		close(b->held[i]);
+	free(b->held);
+	b->held = NULL;
+	b->n_held = 0;
+	b->from_network = false;
 }
 
 NMBL_EXPORT struct nmbl_broker *nmbl_broker_free(struct nmbl_broker *b)
@@ -361,9 +456,36 @@ NMBL_EXPORT struct nmbl_broker *nmbl_broker_free(struct nmbl_broker *b)
 	}
 	forget_kernel(b);
 	free(b->entry);
+	if (b->net)
+		free((char *)b->net->ca_file);
+	free(b->net);
 	nmbl_unref(b->ctx);
 	free(b);
 	return NULL;
+}
+
+NMBL_EXPORT int nmbl_broker_set_network(struct nmbl_broker *b,
+					const struct nmbl_fetch_options *options)
+{
+	struct nmbl_fetch_options *o;
+
+	if (!b || !options)
+		return -EINVAL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	*o = *options;
+	o->progress = NULL;
+	o->data = NULL;
+	if (options->ca_file && !(o->ca_file = strdup(options->ca_file))) {
+		free(o);
+		return -ENOMEM;
+	}
+	if (b->net)
+		free((char *)b->net->ca_file);
+	free(b->net);
+	b->net = o;
+	return 0;
 }
 
 NMBL_EXPORT enum nmbl_broker_outcome nmbl_broker_get_outcome(const struct nmbl_broker *b)
@@ -477,24 +599,106 @@ static int host_path(struct nmbl_broker *b, const char *disk, const char *start,
 	return 0;
 }
 
+/* While a file comes: the menu hears how far it is, and may cancel it
+ * (CANCEL, never answered).  Anything else it sends meanwhile ends the
+ * fetch as a cancel does. */
+static int on_fetch_progress(void *data, uint64_t done, uint64_t total)
+{
+	struct nmbl_broker *b = data;
+	char d[24], t[24];
+	const char *fields[2] = { d, t };
+	struct pollfd p = { .fd = b->fd, .events = POLLIN };
+
+	snprintf(d, sizeof(d), "%" PRIu64, done);
+	snprintf(t, sizeof(t), "%" PRIu64, total);
+	if (send_message(b->fd, NMBL_BROKER_PROGRESS, fields, 2, -1) < 0)
+		return -ECANCELED;
+	if (poll(&p, 1, 0) > 0) {
+		_cleanup_free_ char *buf = malloc(NMBL_BROKER_MESSAGE_MAX);
+		_cleanup_close_ int extra = -1;
+
+		if (buf)
+			(void)receive_message(b->fd, buf, &extra);
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+/* URL into a sealed memory file, *RET_FD; *RET_ERROR the helper's
+ * sentence when it failed. */
+static int fetch(struct nmbl_broker *b, const char *url, int *ret_fd, char **ret_error)
+{
+	struct nmbl_fetch_options o;
+
+	/* Only a network boot reads the network: a disk's grub.cfg naming
+	 * (tftp) on a machine started from disk gets GRUB's answer when it
+	 * has no network card up. */
+	if (!b->net)
+		return -ENETUNREACH;
+	o = *b->net;
+	o.progress = on_fetch_progress;
+	o.data = b;
+	return nmbl_fetch(b->ctx, url, &o, ret_fd, ret_error);
+}
+
+static int do_fetch(struct nmbl_broker *b, const struct nmbl_broker_message *m, int *reply_fd,
+		    char *reply[REPLY_FIELDS_MAX])
+{
+	int r = fetch(b, m->fields[0], reply_fd, &reply[0]);
+
+	if (r < 0)
+		kmsg(b->ctx, "<6>nmbl: %s: %s", m->fields[0], reply[0] ? reply[0] : strerror(-r));
+	return r;
+}
+
+/* URL fetched and held: its path, /proc/self/fd/N, in *RET_PATH. */
+static int hold_url(struct nmbl_broker *b, const char *url, char **ret_path,
+		    char *reply[REPLY_FIELDS_MAX])
+{
+	_cleanup_close_ int fd = -1;
+	int *list, r;
+
+	list = reallocarray(b->held, b->n_held + 1, sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	b->held = list;
+	r = fetch(b, url, &fd, &reply[1]);
+	if (r < 0) {
+		reply[0] = strdup("fetch");
+		kmsg(b->ctx, "<6>nmbl: %s: %s", url, reply[1] ? reply[1] : strerror(-r));
+		return r;
+	}
+	if (asprintf(ret_path, "/proc/self/fd/%d", fd) < 0)
+		return -ENOMEM;
+	b->held[b->n_held++] = TAKE_FD(fd);
+	return 0;
+}
+
 /*
  * The kernel and its command line, measured as GRUB's linux measures them
  * on EFI (the file into PCR 9, then "kernel_cmdline: " and the line after
  * BOOT_IMAGE= into PCR 8) and held: BOOT boots this very line.
  */
-static int do_kernel(struct nmbl_broker *b, const struct nmbl_broker_message *m)
+static int do_kernel(struct nmbl_broker *b, const struct nmbl_broker_message *m,
+		     char *reply[REPLY_FIELDS_MAX])
 {
-	_cleanup_free_ char *path = NULL, *name = strdup(m->fields[3]),
-			    *cmdline = strdup(m->fields[4]), *event = NULL;
-	const char *measured = m->fields[4] + strlen(BOOT_IMAGE);
+	bool url = m->request == NMBL_BROKER_KERNEL_URL;
+	const char *line = m->fields[url ? 2 : 4];
+	_cleanup_free_ char *path = NULL, *name = strdup(m->fields[url ? 1 : 3]),
+			    *cmdline = strdup(line), *event = NULL;
+	const char *measured = line + strlen(BOOT_IMAGE);
 	int r;
 
 	forget_kernel(b);
 	if (!name || !cmdline || asprintf(&event, CMDLINE_EVENT "%s", measured) < 0)
 		return -ENOMEM;
-	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
+	if (url)
+		r = hold_url(b, m->fields[0], &path, reply);
+	else
+		r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
 	if (r < 0)
 		return r;
+	b->from_network = url;
 	r = nmbl_measure_kernel(b->ctx, path, name);
 	if (r < 0)
 		return r;
@@ -507,24 +711,29 @@ static int do_kernel(struct nmbl_broker *b, const struct nmbl_broker_message *m)
 	return 0;
 }
 
-static int do_initrd(struct nmbl_broker *b, const struct nmbl_broker_message *m)
+static int do_initrd(struct nmbl_broker *b, const struct nmbl_broker_message *m,
+		     char *reply[REPLY_FIELDS_MAX])
 {
+	bool url = m->request == NMBL_BROKER_INITRD_URL;
 	_cleanup_free_ char *path = NULL;
 	char **list;
 	int r;
 
 	if (!b->kernel)
 		return -ENOENT;
-	if (number_of(m->fields[4]) == 0)
+	if (number_of(m->fields[url ? 2 : 4]) == 0)
 		forget_initrds(b);
 	list = reallocarray(b->initrds, b->n_initrds + 1, sizeof(*list));
 	if (!list)
 		return -ENOMEM;
 	b->initrds = list;
-	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
+	if (url)
+		r = hold_url(b, m->fields[0], &path, reply);
+	else
+		r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
 	if (r < 0)
 		return r;
-	r = nmbl_measure_initrd(b->ctx, path, m->fields[3]);
+	r = nmbl_measure_initrd(b->ctx, path, m->fields[url ? 1 : 3]);
 	if (r < 0)
 		return r;
 	b->initrds[b->n_initrds++] = TAKE_PTR(path);
@@ -621,7 +830,15 @@ static int do_boot(struct nmbl_broker *b, const struct nmbl_broker_message *m,
 		return -ENOENT;
 	if (!entry)
 		return -ENOMEM;
-	r = nmbl_choose_boot(b->ctx, b->kernel, cmdline, &method, &why);
+	/* A kernel from the network is not the one running, and the system
+	 * it boots is not on these disks. */
+	if (b->from_network) {
+		method = NMBL_BOOT_KEXEC;
+		why = strdup("its kernel came from the network");
+		r = why ? 0 : -ENOMEM;
+	} else {
+		r = nmbl_choose_boot(b->ctx, b->kernel, cmdline, &method, &why);
+	}
 	if (r < 0)
 		method = NMBL_BOOT_KEXEC;
 	direct = method == NMBL_BOOT_DIRECT;
@@ -827,7 +1044,7 @@ out:
 }
 
 static int dispatch(struct nmbl_broker *b, const struct nmbl_broker_message *m, int data,
-		    char *reply[REPLY_FIELDS_MAX])
+		    int *reply_fd, char *reply[REPLY_FIELDS_MAX])
 {
 	/* One hand-over a session: once prepared (a kernel to boot, or the
 	 * firmware asked to start something), the menu has nothing more to
@@ -838,9 +1055,15 @@ static int dispatch(struct nmbl_broker *b, const struct nmbl_broker_message *m, 
 	case NMBL_BROKER_MEASURE:
 		return do_measure(b, m, data);
 	case NMBL_BROKER_KERNEL:
-		return do_kernel(b, m);
+	case NMBL_BROKER_KERNEL_URL:
+		return do_kernel(b, m, reply);
 	case NMBL_BROKER_INITRD:
-		return do_initrd(b, m);
+	case NMBL_BROKER_INITRD_URL:
+		return do_initrd(b, m, reply);
+	case NMBL_BROKER_FETCH:
+		return do_fetch(b, m, reply_fd, reply);
+	case NMBL_BROKER_CANCEL:
+		return 0;
 	case NMBL_BROKER_BOOT:
 		return do_boot(b, m, reply);
 	case NMBL_BROKER_CHAINLOAD:
@@ -868,7 +1091,7 @@ NMBL_EXPORT int nmbl_broker_serve(struct nmbl_broker *b)
 	char *reply[REPLY_FIELDS_MAX] = { NULL };
 	const char *fields[REPLY_FIELDS_MAX];
 	struct nmbl_broker_message m;
-	_cleanup_close_ int data = -1;
+	_cleanup_close_ int data = -1, reply_fd = -1;
 	ssize_t len;
 	int r;
 
@@ -882,13 +1105,16 @@ NMBL_EXPORT int nmbl_broker_serve(struct nmbl_broker *b)
 	if (len < 0 && len != -EBADMSG)
 		return (int)len;
 	r = len < 0 ? (int)len : nmbl_broker_parse(buf, (size_t)len, &m);
+	/* A cancel that came after what it cancelled had ended. */
+	if (r == 0 && m.request == NMBL_BROKER_CANCEL)
+		return 1;
 	if (r == 0)
-		r = dispatch(b, &m, data, reply);
+		r = dispatch(b, &m, data, &reply_fd, reply);
 	if (r < 0)
 		nmbl_dbg(b->ctx, "broker: a request refused: %s", strerror(-r));
 	for (size_t i = 0; i < REPLY_FIELDS_MAX; i++)
 		fields[i] = reply[i] ? reply[i] : "";
-	r = send_message(b->fd, (uint32_t)r, fields, REPLY_FIELDS_MAX, -1);
+	r = send_message(b->fd, (uint32_t)r, fields, REPLY_FIELDS_MAX, r < 0 ? -1 : reply_fd);
 	for (size_t i = 0; i < REPLY_FIELDS_MAX; i++)
 		free(reply[i]);
 	return r < 0 ? r : 1;

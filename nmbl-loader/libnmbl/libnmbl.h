@@ -207,6 +207,18 @@ int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name
  *   ENTRY_REQUESTS   the Boot Loader Interface's one-shot entry (taken)
  *                    and default entry
  *   MENU_SHOWN       the watchdog is stopped
+ *   FETCH            a URL (tftp://, http://, https://; NMBL_URL_MAX): the
+ *                    file, read by nmbl_fetch() when nmbl was started from
+ *                    the network (nmbl_broker_set_network(); else
+ *                    -ENETUNREACH), sent back sealed (SCM_RIGHTS); on
+ *                    failure the helper's sentence.  While it comes the
+ *                    broker sends PROGRESS messages (done, total bytes)
+ *                    instead of the reply, and the menu may send CANCEL
+ *                    (never answered): the reply is then -ECANCELED
+ *   KERNEL_URL       a URL, GRUB's name for it, the command line: as
+ *                    KERNEL, the file fetched and held in memory; a kernel
+ *                    from the network always boots by kexec
+ *   INITRD_URL       a URL, GRUB's name, its position: as INITRD
  *   GRUBENV_WRITE    disk, start sector, path of a GRUB environment block
  *                    file; the new block sent along: written over the
  *                    file's own blocks, as GRUB's save_env writes, only
@@ -246,6 +258,40 @@ int nmbl_contain_tool(void);
  * name and errno (0: the call went through).  The number of calls tried. */
 int nmbl_contain_probe(void (*report)(void *data, const char *call, int err), void *data);
 
+/*
+ * A network boot's files.  nmbl_fetch() reads URL (tftp://, http://,
+ * https://) with the helper nmbl-fetch (libcurl; contained as the menu is
+ * when OPTIONS says so) into a sealed memory file, *RET_FD, at its start.
+ * OPTIONS (NULL: the defaults) bounds it: at most MAX_SIZE bytes,
+ * TIMEOUT_S seconds in all, STALL_S seconds without a byte; HTTPS trusts
+ * CA_FILE's certificates only (none: HTTPS is refused).  PROGRESS, when
+ * set, is called with the bytes so far and the total (0 while unknown)
+ * at least every fifth of a second, and once more when the file is
+ * whole; a negative return ends the fetch (-ECANCELED).  -ENOENT when the
+ * server has no such file, -ETIMEDOUT, -ECANCELED, or -EIO with the
+ * helper's sentence in *RET_ERROR (malloc'ed, when not NULL).
+ *
+ * nmbl-fetch's exit status says the same: NMBL_FETCH_NOT_FOUND,
+ * NMBL_FETCH_FAILED (a sentence on its standard error), NMBL_FETCH_USAGE.
+ */
+#define NMBL_FETCH_FAILED 1
+#define NMBL_FETCH_USAGE 2
+#define NMBL_FETCH_NOT_FOUND 3
+#define NMBL_FETCH_MAX_DEFAULT (1024ULL * 1024 * 1024)
+#define NMBL_FETCH_TIMEOUT_DEFAULT 900
+#define NMBL_FETCH_STALL_DEFAULT 15
+struct nmbl_fetch_options {
+	uint64_t max_size;
+	unsigned timeout_s;
+	unsigned stall_s;
+	const char *ca_file;
+	bool contain;
+	int (*progress)(void *data, uint64_t done, uint64_t total);
+	void *data;
+};
+int nmbl_fetch(struct nmbl_ctx *ctx, const char *url, const struct nmbl_fetch_options *options,
+	       int *ret_fd, char **ret_error);
+
 #define NMBL_BROKER_FD_ENV "NMBL_BROKER_FD"
 #define NMBL_BROKER_MESSAGE_MAX (128 * 1024)
 #define NMBL_BROKER_FIELDS_MAX 8
@@ -259,9 +305,23 @@ enum nmbl_broker_request {
 	NMBL_BROKER_ENTRY_REQUESTS,
 	NMBL_BROKER_MENU_SHOWN,
 	NMBL_BROKER_GRUBENV_WRITE,
+	NMBL_BROKER_FETCH,
+	NMBL_BROKER_KERNEL_URL,
+	NMBL_BROKER_INITRD_URL,
+	NMBL_BROKER_CANCEL,
 };
+/* The header word of the broker's progress messages, which no result is. */
+#define NMBL_BROKER_PROGRESS 0x676f7270u
+#define NMBL_URL_MAX 2048
 int nmbl_broker_call(int fd, enum nmbl_broker_request request, const char *const *fields,
 		     size_t n_fields, int data_fd, char **ret_reply, size_t n_reply);
+/* The same, for FETCH and the URL requests: PROGRESS hears the broker's
+ * progress messages (a negative return sends CANCEL), *RET_FD (may be
+ * NULL) is the descriptor the reply carried, or -1. */
+int nmbl_broker_call_full(int fd, enum nmbl_broker_request request, const char *const *fields,
+			  size_t n_fields, int data_fd,
+			  int (*progress)(void *data, uint64_t done, uint64_t total),
+			  void *progress_data, int *ret_fd, char **ret_reply, size_t n_reply);
 
 /*
  * The broker's side, in nmbl's init: serves the menu on FD with CTX (which
@@ -285,6 +345,9 @@ enum nmbl_broker_outcome {
 int nmbl_broker_new(struct nmbl_ctx *ctx, int fd, struct nmbl_broker **ret);
 struct nmbl_broker *nmbl_broker_free(struct nmbl_broker *broker);
 int nmbl_broker_serve(struct nmbl_broker *broker);
+/* nmbl was started from the network: FETCH and the URL requests read it
+ * with OPTIONS (their progress function is the broker's own). */
+int nmbl_broker_set_network(struct nmbl_broker *broker, const struct nmbl_fetch_options *options);
 enum nmbl_broker_outcome nmbl_broker_get_outcome(const struct nmbl_broker *broker);
 /* Prepared, and kept by nmbl_broker_free(): the caller now boots it.  For
  * a kernel booted, the Boot Loader Interface's record of it is written
@@ -569,6 +632,36 @@ const char *nmbl_load_option_get_partuuid(const struct nmbl_load_option *opt);
 const char *nmbl_load_option_get_file(const struct nmbl_load_option *opt);
 size_t nmbl_load_option_get_optional_data(const struct nmbl_load_option *opt,
 					  const void **ret);
+/*
+ * A network boot's option (PXE, HTTP Boot), from its first instance: the
+ * card's Ethernet address (false when the path names none), the IP
+ * version it booted over (4, 6, 0 when none), its VLAN (-1 when none),
+ * and HTTP Boot's URL (NULL when none or empty, as in the options firmware
+ * makes, whose URL only the loaded image's path has).
+ */
+bool nmbl_load_option_get_mac(const struct nmbl_load_option *opt, unsigned char ret[6]);
+unsigned nmbl_load_option_get_ip_version(const struct nmbl_load_option *opt);
+int nmbl_load_option_get_vlan(const struct nmbl_load_option *opt);
+const char *nmbl_load_option_get_uri(const struct nmbl_load_option *opt);
+/*
+ * Whether the firmware started nmbl from the network: no partition in
+ * LoaderDevicePartUUID, and the Boot#### option BootCurrent names holds a
+ * card's address (MAC()).  *RET (nmbl_network_boot_free()) says which
+ * card, over which IP version (0: the path does not say), on which VLAN
+ * (-1: none), and HTTP Boot's URL when the option has one.  -ENOENT when
+ * nmbl was not started from the network.
+ */
+struct nmbl_network_boot {
+	unsigned char mac[6];
+	unsigned ip_version;
+	int vlan;
+	char *uri;
+};
+int nmbl_get_network_boot(struct nmbl_ctx *ctx, struct nmbl_network_boot **ret);
+struct nmbl_network_boot *nmbl_network_boot_free(struct nmbl_network_boot *boot);
+/* The network interface ("eth0") of the card with address MAC, malloc'ed;
+ * -ENODEV while the kernel shows none. */
+int nmbl_find_network_interface(struct nmbl_ctx *ctx, const unsigned char mac[6], char **ret);
 /*
  * Encode an active load option that starts FILE ('/' or '\\' separated,
  * written as the firmware opens it: '\\' separated from the root, "." and

@@ -31,6 +31,18 @@
 #define DP_MSG_USB 0x05
 #define DP_MSG_SATA 0x12
 #define DP_MSG_NVME 0x17
+#define DP_MSG_MAC 0x0b
+#define DP_MSG_IPV4 0x0c
+#define DP_MSG_IPV6 0x0d
+#define DP_MSG_VLAN 0x14
+#define DP_MSG_URI 0x18
+/* The node lengths of UEFI 2.x, without the 4-byte header (and UEFI 1.x's
+ * shorter IP nodes, which older firmware writes). */
+#define MAC_NODE_LEN 33
+#define IPV4_NODE_LEN 23
+#define IPV4_NODE_LEN_OLD 15
+#define IPV6_NODE_LEN 56
+#define IPV6_NODE_LEN_OLD 39
 #define DP_MEDIA_HD 0x01
 #define DP_MEDIA_FILE 0x04
 #define DP_MEDIA_FV_FILE 0x06
@@ -54,6 +66,12 @@ struct nmbl_load_option {
 	char partuuid[37];
 	unsigned char *optional;
 	size_t optional_len;
+	/* A network boot's, from the first instance. */
+	unsigned char mac[6];
+	bool has_mac;
+	unsigned ip_version;
+	int vlan;
+	char *uri;
 };
 
 
@@ -149,6 +167,62 @@ struct decode {
 	bool first_instance;
 };
 
+/* A network boot's nodes: the card's address, IPv4 or IPv6, the VLAN,
+ * HTTP Boot's URL.  0 when decoded, 1 when the node is none of them. */
+static int decode_network_node(struct decode *d, unsigned subtype, const unsigned char *p,
+			       size_t len)
+{
+	if (subtype == DP_MSG_MAC && len == MAC_NODE_LEN) {
+		/* Ethernet's 6 bytes, in a field of 32. */
+		fprintf(d->text, "MAC(%02x%02x%02x%02x%02x%02x,0x%x)", p[0], p[1], p[2], p[3],
+			p[4], p[5], p[32]);
+		if (d->first_instance && !d->opt->has_mac && p[32] <= 1) {
+			memcpy(d->opt->mac, p, 6);
+			d->opt->has_mac = true;
+		}
+		return 0;
+	}
+	if (subtype == DP_MSG_IPV4 && (len == IPV4_NODE_LEN || len == IPV4_NODE_LEN_OLD)) {
+		fprintf(d->text, "IPv4(%u.%u.%u.%u)", p[4], p[5], p[6], p[7]);
+		if (d->first_instance && !d->opt->ip_version)
+			d->opt->ip_version = 4;
+		return 0;
+	}
+	if (subtype == DP_MSG_IPV6 && (len == IPV6_NODE_LEN || len == IPV6_NODE_LEN_OLD)) {
+		fputs("IPv6(", d->text);
+		for (int i = 0; i < 16; i += 2)
+			fprintf(d->text, "%s%x", i ? ":" : "", nmbl_be16(p + 16 + i));
+		fputc(')', d->text);
+		if (d->first_instance && !d->opt->ip_version)
+			d->opt->ip_version = 6;
+		return 0;
+	}
+	if (subtype == DP_MSG_VLAN && len == 2) {
+		fprintf(d->text, "Vlan(%u)", nmbl_le16(p));
+		if (d->first_instance && d->opt->vlan < 0)
+			d->opt->vlan = nmbl_le16(p) & 0xfff;
+		return 0;
+	}
+	if (subtype == DP_MSG_URI) {
+		char *uri;
+
+		/* ASCII, not NUL-terminated; empty in the boot options firmware
+		 * makes for HTTP Boot. */
+		for (size_t i = 0; i < len; i++)
+			if (p[i] < 0x21 || p[i] > 0x7e)
+				return -EBADMSG;
+		fprintf(d->text, "Uri(%.*s)", (int)len, (const char *)p);
+		if (d->first_instance && len && !d->opt->uri) {
+			uri = strndup((const char *)p, len);
+			if (!uri)
+				return -ENOMEM;
+			d->opt->uri = uri;
+		}
+		return 0;
+	}
+	return 1;
+}
+
 /* One node as UEFI's device-path-to-text does it, for the nodes a boot
  * entry holds; any other node in the generic Path(type,subtype,hex). */
 static int decode_node(struct decode *d, unsigned type, unsigned subtype,
@@ -185,6 +259,12 @@ static int decode_node(struct decode *d, unsigned type, unsigned subtype,
 				nmbl_le32(p), p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]);
 			return 0;
 		}
+	}
+	if (type == DP_MESSAGING) {
+		int r = decode_network_node(d, subtype, p, len);
+
+		if (r <= 0)
+			return r;
 	}
 	if (type == DP_MEDIA && subtype == DP_MEDIA_HD && len == HD_SIZE - 4) {
 		uint32_t number = nmbl_le32(p);
@@ -280,6 +360,7 @@ NMBL_EXPORT struct nmbl_load_option *nmbl_load_option_free(struct nmbl_load_opti
 		free(opt->device_path);
 		free(opt->file);
 		free(opt->optional);
+		free(opt->uri);
 		free(opt);
 	}
 	return NULL;
@@ -311,6 +392,7 @@ NMBL_EXPORT int nmbl_load_option_parse(const void *buf, size_t len,
 	if (!opt)
 		return -ENOMEM;
 	opt->attributes = nmbl_le32(p);
+	opt->vlan = -1;
 	r = nmbl_utf16_to_utf8(p + 6, desc_end - 6, &opt->description);
 	if (r < 0)
 		return r;
@@ -359,6 +441,30 @@ NMBL_EXPORT const char *nmbl_load_option_get_partuuid(const struct nmbl_load_opt
 NMBL_EXPORT const char *nmbl_load_option_get_file(const struct nmbl_load_option *opt)
 {
 	return opt ? opt->file : NULL;
+}
+
+NMBL_EXPORT bool nmbl_load_option_get_mac(const struct nmbl_load_option *opt,
+					  unsigned char ret[6])
+{
+	if (!opt || !opt->has_mac)
+		return false;
+	memcpy(ret, opt->mac, 6);
+	return true;
+}
+
+NMBL_EXPORT unsigned nmbl_load_option_get_ip_version(const struct nmbl_load_option *opt)
+{
+	return opt ? opt->ip_version : 0;
+}
+
+NMBL_EXPORT int nmbl_load_option_get_vlan(const struct nmbl_load_option *opt)
+{
+	return opt ? opt->vlan : -1;
+}
+
+NMBL_EXPORT const char *nmbl_load_option_get_uri(const struct nmbl_load_option *opt)
+{
+	return opt ? opt->uri : NULL;
 }
 
 NMBL_EXPORT size_t nmbl_load_option_get_optional_data(const struct nmbl_load_option *opt,

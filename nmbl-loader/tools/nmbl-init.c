@@ -45,6 +45,7 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/netlink.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -53,6 +54,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -104,6 +107,38 @@ static const char *const volume_run_dirs[] = { "/run/mdadm", "/run/lvm", "/run/l
  * for the ESP's disk, ESP_WAIT_SECONDS.  Four times that, and a machine
  * left alone is still back on the previous nmbl within a few minutes. */
 #define WATCHDOG_DEFAULT_S 120
+/* A network boot (an image built with its network, nmbl-init(8)): the
+ * DHCP client, its configuration and where it keeps its leases; the list
+ * of cards the menu reads (NMBL_NET_CARDS); the certificates HTTPS
+ * servers are checked against. */
+#define DHCPCD "/usr/sbin/dhcpcd"
+#define DHCPCD_CONF "/etc/nmbl/dhcpcd.conf"
+#define DHCPCD_LEASES "/var/lib/dhcpcd"
+#define NET_DIR RUN_DIR "/net"
+#define NET_CARDS NET_DIR "/cards"
+#define NET_CARDS_ENV "NMBL_NET_CARDS"
+#define CA_FILE "/usr/share/nmbl/ca-certificates.crt"
+/* How long DHCP may take to answer: a switch port's spanning tree
+ * (15 s of listening, 15 of learning before it forwards) and then some. */
+#define DHCP_SECONDS 45
+/* How long a card may take to see its link once up (autonegotiation takes
+ * a few seconds on copper). */
+#define LINK_SECONDS 10
+/* What PXE firmware says it is (RFC 4578's architecture numbers), so that
+ * a DHCP server answers nmbl as it answered the firmware. */
+#if defined(__x86_64__)
+#define PXE_ARCH "00007"
+#elif defined(__aarch64__)
+#define PXE_ARCH "00011"
+#elif defined(__i386__)
+#define PXE_ARCH "00006"
+#else
+#define PXE_ARCH "00000"
+#endif
+#define PXE_VENDOR_CLASS "PXEClient:Arch:" PXE_ARCH ":UNDI:003016"
+
+/* Set once nmbl's network is up: the broker fetches for the menu. */
+static bool network_up;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -454,7 +489,7 @@ static void disarm_watchdog(void)
 /* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
  * adopts orphans), its standard output on OUT_FD when that is not -1.  Its
  * exit status, 128 + signal, or -errno. */
-static int spawn(char *const argv[], int out_fd, bool contained)
+static int spawn(char *const argv[], int out_fd, int err_fd, bool contained)
 {
 	pid_t pid = fork();
 	int status;
@@ -470,6 +505,8 @@ static int spawn(char *const argv[], int out_fd, bool contained)
 		}
 		if (out_fd >= 0)
 			(void)dup2(out_fd, STDOUT_FILENO);
+		if (err_fd >= 0)
+			(void)dup2(err_fd, STDERR_FILENO);
 		(void)signal(SIGCHLD, SIG_DFL);
 		execv(argv[0], argv);
 		fprintf(stderr, "nmbl-init: cannot run %s: %m\n", argv[0]);
@@ -490,14 +527,181 @@ static int spawn(char *const argv[], int out_fd, bool contained)
 
 static int run(char *const argv[], int out_fd)
 {
-	return spawn(argv, out_fd, false);
+	return spawn(argv, out_fd, -1, false);
 }
 
 /* A distribution's tool that reads what the disks hold, as a disk that
  * took it over would have it: contained (nmbl_contain_tool()). */
 static int run_tool(char *const argv[], int out_fd)
 {
-	return spawn(argv, out_fd, true);
+	return spawn(argv, out_fd, -1, true);
+}
+
+/* The card BOOT names, once its driver has made it (uevents on FD),
+ * malloc'ed; NULL after ESP_WAIT_SECONDS. */
+static char *wait_for_card(struct nmbl_ctx *ctx, int fd, const struct nmbl_network_boot *boot)
+{
+	long long deadline = now_ms() + ESP_WAIT_SECONDS * 1000LL;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char *ifname = NULL;
+
+	while (nmbl_find_network_interface(ctx, boot->mac, &ifname) < 0) {
+		long long left = deadline - now_ms();
+
+		if (left <= 0 || fd < 0)
+			return NULL;
+		if (poll(&p, 1, (int)left) > 0)
+			drain_uevents(ctx, fd);
+	}
+	return ifname;
+}
+
+/* IFNAME up, and its link: -ENOLINK after LINK_SECONDS without one (no
+ * cable, a switch port that is down), with a sentence. */
+static int link_up(const char *ifname)
+{
+	long long deadline = now_ms() + LINK_SECONDS * 1000LL;
+	struct ifreq ifr = { 0 };
+	char path[128], carrier[4] = "";
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)) {
+		int r = -errno;
+
+		close(fd);
+		say("cannot bring %s up: %s", ifname, strerror(-r));
+		return r;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "/sys/class/net/%s/carrier", ifname);
+	for (;;) {
+		FILE *f = fopen(path, "re");
+
+		if (f) {
+			if (!fgets(carrier, sizeof(carrier), f))
+				carrier[0] = '\0';
+			fclose(f);
+		}
+		if (carrier[0] == '1')
+			return 0;
+		if (now_ms() > deadline) {
+			say("no link on %s within %d s (no cable, or the switch's port is down): "
+			    "the menu starts without network", ifname, LINK_SECONDS);
+			return -ENOLINK;
+		}
+		usleep(50 * 1000);
+	}
+}
+
+/* What DHCP gave IFNAME, in a file the menu reads, and the menu's list of
+ * cards naming it.  0, or -errno. */
+static int write_cards(const char *ifname, const struct nmbl_network_boot *boot)
+{
+	char lease[128], ack[128];
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	FILE *in, *out;
+	int r = 0;
+
+	snprintf(lease, sizeof(lease), DHCPCD_LEASES "/%s.lease", ifname);
+	snprintf(ack, sizeof(ack), NET_DIR "/%s.dhcp", ifname);
+	(void)mkdir(RUN_DIR, 0755);
+	if (mkdir(NET_DIR, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	in = fopen(lease, "re");
+	if (in) {
+		data = malloc(4096);
+		len = data ? fread(data, 1, 4096, in) : 0;
+		fclose(in);
+		out = len ? fopen(ack, "we") : NULL;
+		if (!out || fwrite(data, 1, len, out) != len)
+			r = -EIO;
+		if (out && fclose(out) != 0)
+			r = -EIO;
+	}
+	out = fopen(NET_CARDS, "we");
+	if (!out)
+		return -errno;
+	fprintf(out, "%02x:%02x:%02x:%02x:%02x:%02x %s ", boot->mac[0], boot->mac[1], boot->mac[2],
+		boot->mac[3], boot->mac[4], boot->mac[5], len && r == 0 ? ack : "-");
+	if (boot->vlan >= 0)
+		fprintf(out, "%d ", boot->vlan);
+	else
+		fputs("- ", out);
+	fprintf(out, "%s\n", boot->uri ? boot->uri : "-");
+	if (fclose(out) != 0)
+		return -EIO;
+	return r;
+}
+
+/*
+ * nmbl was started from the network: the card it came from up, DHCP
+ * asked (dhcpcd, which keeps the answer), and the menu told.  The menu
+ * comes in any case; without a network it finds no grub.cfg there and
+ * says so.
+ */
+static void start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_network_boot *boot)
+{
+	char ipv[4] = "-4", waitip[16] = "--waitip=4", timeout[16];
+	char *argv[] = { DHCPCD, "--config", DHCPCD_CONF, "--oneshot", "--nobackground",
+			 "--quiet", "--nolink", "--timeout", timeout,
+			 "--vendorclassid=" PXE_VENDOR_CLASS, ipv, waitip, NULL, NULL };
+	_cleanup_free_ char *ifname = NULL;
+	FILE *said;
+	int r;
+
+	if (access(DHCPCD, X_OK) < 0) {
+		say("started from the network, but this image has no network (an image for "
+		    "network boots has)");
+		return;
+	}
+	ifname = wait_for_card(ctx, fd, boot);
+	if (!ifname) {
+		say("started from the network card %02x:%02x:%02x:%02x:%02x:%02x, which Linux "
+		    "does not show (no driver for it in this image?)", boot->mac[0], boot->mac[1],
+		    boot->mac[2], boot->mac[3], boot->mac[4], boot->mac[5]);
+		return;
+	}
+	if (link_up(ifname) < 0)
+		return;
+	if (boot->ip_version == 6) {
+		strcpy(ipv, "-6");
+		strcpy(waitip, "--waitip=6");
+	}
+	snprintf(timeout, sizeof(timeout), "%d", DHCP_SECONDS);
+	argv[ELEMENTSOF(argv) - 2] = ifname;
+	/* What dhcpcd says is said when it failed (its complaints of what
+	 * the image lacks on purpose otherwise). */
+	r = memfd_create("dhcpcd-said", MFD_CLOEXEC);
+	said = r >= 0 ? fdopen(r, "w+") : NULL;
+	r = spawn(argv, -1, said ? fileno(said) : -1, false);
+	if (r != 0) {
+		char line[256];
+
+		if (said) {
+			rewind(said);
+			for (int n = 0; n < 8 && fgets(line, sizeof(line), said); n++)
+				say("dhcpcd: %s", strtok(line, "\n") ? line : "");
+		}
+		say("no DHCP answer on %s within %d s (dhcpcd %s %d): the menu starts without "
+		    "network", ifname, DHCP_SECONDS, r < 0 ? "error" : "status", r);
+	}
+	if (said)
+		fclose(said);
+	if (r != 0)
+		return;
+	r = write_cards(ifname, boot);
+	if (r < 0) {
+		say("cannot give the menu what DHCP answered: %s", strerror(-r));
+		return;
+	}
+	setenv(NET_CARDS_ENV, NET_CARDS, 1);
+	network_up = true;
+	say("network: %s is up (DHCP), at %.3f s", ifname, since_boot());
 }
 
 /* What nmbl status says, each line as "nmbl: LINE". */
@@ -822,7 +1026,9 @@ static void menu_child_fds(int sock)
 }
 
 /*
- * ARGV started as the first process of new PID and IPC namespaces: when it
+ * ARGV started as the first process of new PID, IPC and network
+ * namespaces (the menu has no network: what it reads from one, the broker
+ * fetches for it, network_up): when it
  * ends, the kernel kills every other process in the namespace, and its
  * parent sees it end only once they all have.  *RET_PIDFD a descriptor
  * that polls readable then (-1 where the kernel has none).  In the child,
@@ -833,7 +1039,8 @@ static pid_t start_menu(char *const argv[], int sock, int *ret_pidfd)
 	/* clone(2) as fork(2) does it, but for the namespaces: the child
 	 * only sets up its descriptors and executes the menu, so the C
 	 * library's notion of its thread needs no care. */
-	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)(CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD),
+	pid_t pid = (pid_t)syscall(SYS_clone,
+				   (unsigned long)(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD),
 				   NULL, NULL, NULL, NULL);
 
 	if (pid < 0)
@@ -895,6 +1102,17 @@ static int run_contained(struct nmbl_ctx *ctx, char *const argv[], struct nmbl_b
 		return pid;
 	}
 	r = nmbl_broker_new(ctx, sv[0], &broker);
+	if (r >= 0 && network_up) {
+		struct nmbl_fetch_options net = {
+			.max_size = NMBL_FETCH_MAX_DEFAULT,
+			.timeout_s = NMBL_FETCH_TIMEOUT_DEFAULT,
+			.stall_s = NMBL_FETCH_STALL_DEFAULT,
+			.ca_file = CA_FILE,
+			.contain = true,
+		};
+
+		r = nmbl_broker_set_network(broker, &net);
+	}
 	if (r >= 0)
 		r = serve_menu(broker, sv[0], pidfd);
 	if (r < 0)
@@ -1057,6 +1275,7 @@ static void switch_root(struct nmbl_ctx *ctx)
 int main(int argc, char **argv)
 {
 	struct nmbl_ctx *ctx = NULL;
+	struct nmbl_network_boot *net = NULL;
 	double modules_at, esp_at;
 	pid_t follower;
 	bool shell;
@@ -1090,16 +1309,23 @@ int main(int argc, char **argv)
 	/* As soon as its driver is there. */
 	arm_watchdog(ctx);
 	mount_firmware_fs(ctx);
-	if (fd >= 0) {
+	/* Started from the network, there is no ESP to wait for. */
+	if (nmbl_get_network_boot(ctx, &net) < 0)
+		net = NULL;
+	if (fd >= 0 && !net) {
 		wait_for_esp(ctx, fd);
 		/* What came while the ESP's disk was found: keyboards, more disks. */
 		drain_uevents(ctx, fd);
 	}
+	if (net)
+		start_network(ctx, fd, net);
+	net = nmbl_network_boot_free(net);
 	follower = fd >= 0 ? follow_uevents(ctx, fd) : -1;
 	esp_at = since_boot();
 
 	/* Where the time went (the benchmark reads it). */
-	say("startup: modules loaded at %.3f s, the ESP's disk at %.3f s", modules_at, esp_at);
+	say("startup: modules loaded at %.3f s, %s at %.3f s", modules_at,
+	    network_up ? "the network" : "the ESP's disk", esp_at);
 	print_status();
 	run_pre_menu();
 	/* nmbl is the boot loader: it measures what it boots. */

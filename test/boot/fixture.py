@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 
 import mkdisk  # noqa: E402
 import vm  # noqa: E402
+from vm import KEY_DOWN, KEY_ENTER, KEY_HOME  # noqa: E402
 
 # For the tests, which take the machine from here.
 VM = vm.VM
@@ -50,6 +51,22 @@ BOOT_TIMEOUT = vm.DEFAULT_TIMEOUT
 # on from there (test/vm/README.md, "Saved machines"), some 15 s sooner
 # under TCG.  For tests about what comes after the menu is up, not before.
 AT_MENU = {"saved": os.path.join(BUILD, "test", "saved"), "save_at": MENU_READY}
+
+
+# The menu's help line, drawn again whenever the menu comes back.
+MENU_LINE = "Use the .* keys to select which entry is highlighted"
+
+
+def choose(machine, index):
+    """Entry INDEX (from 0) of the menu on MACHINE, booted."""
+    machine.send(KEY_HOME + KEY_DOWN * index + KEY_ENTER)
+
+
+def back_to_the_menu(machine):
+    """Past GRUB's "Press any key to continue", the menu drawn again."""
+    machine.wait_for("Press any key to continue", timeout=120, clean=True)
+    machine.send(KEY_ENTER)
+    machine.wait_for(MENU_LINE, timeout=60, clean=True)
 
 
 def entry(title, kernel, extra, initrd=None, entry_id=None):

@@ -9,9 +9,9 @@ import os
 import re
 import subprocess
 
-from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, TARGET_UP, VM, build_path, entry,
-                     expected_cmdline, kver, make_disk, partition, words)
-from vm import KEY_DOWN, KEY_ENTER, KEY_HOME
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, TARGET_UP, VM, back_to_the_menu,
+                     build_path, choose, entry, expected_cmdline, kver, make_disk, partition,
+                     words)
 
 BOOT_PARTITION = 2
 # A kernel parameter of the entries' own: they are kexec'd, so that their
@@ -80,16 +80,6 @@ def bad_disk():
     with open(config, "w") as f:
         f.write(rules)
     return image, config
-
-
-def choose(vm, index):
-    vm.send(KEY_HOME + KEY_DOWN * index + KEY_ENTER)
-
-
-def back_to_the_menu(vm):
-    vm.wait_for("Press any key to continue", timeout=120, clean=True)
-    vm.send(KEY_ENTER)
-    vm.wait_for("Use the .* keys to select which entry is highlighted", timeout=60, clean=True)
 
 
 def test_bad_blocks_give_a_sentence_and_the_menu_back():

@@ -74,6 +74,7 @@ def expected_files():
         f"{d['DRACUTDIR']}/modules.d/97nmbl/grub.cfg": 0o644,
         f"{d['DRACUTDIR']}/modules.d/97nmbl/mdadm.conf": 0o644,
         f"{d['DRACUTDIR']}/modules.d/97nmbl/lvm.conf": 0o644,
+        f"{d['DRACUTDIR']}/modules.d/97nmbl/dhcpcd.conf": 0o644,
         f"{d['DRACUTDIR']}/modules.d/96nmbl-handover/module-setup.sh": 0o755,
         f"{d['DRACUTDIR']}/modules.d/96nmbl-handover/nmbl-handover.sh": 0o755,
         f"{d['SYSTEMDUNITDIR']}/nmbl-bless.service": 0o644,

@@ -184,6 +184,7 @@ def test_rpmbuild_makes_each_package_with_exactly_its_files():
                         "/usr/lib/dracut/modules.d/97nmbl/grub.cfg",
                         "/usr/lib/dracut/modules.d/97nmbl/mdadm.conf",
                         "/usr/lib/dracut/modules.d/97nmbl/lvm.conf",
+                        "/usr/lib/dracut/modules.d/97nmbl/dhcpcd.conf",
                         "/usr/share/man/man8/nmbl-init.8"},
         # Debian's kernel hooks are not Fedora's: kernel-install runs the
         # plugin there.

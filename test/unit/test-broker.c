@@ -37,6 +37,12 @@ static void test_each_request_with_its_fields_parses(void)
 	const char *initrd[] = { "/dev/vda", "2048", "/initrd.img", "/initrd.img", "1" };
 	const char *chain[] = { "/dev/nvme0n1", "0", "/EFI/Microsoft/Boot/bootmgfw.efi" };
 	const char *env[] = { "/dev/vda", "2048", "/grub2/grubenv" };
+	const char *fetch_url[] = { "https://boot.example.org:8443/grub/grub.cfg-01-52-54-00-12-34-56" };
+	const char *kernel_url[] = { "tftp://10.0.2.2/images/pxeboot/vmlinuz",
+				     "(tftp)/images/pxeboot/vmlinuz",
+				     "BOOT_IMAGE=(tftp)/images/pxeboot/vmlinuz ip=dhcp" };
+	const char *initrd_url[] = { "http://[fd00::2]/initrd.img", "(http,[fd00::2])/initrd.img",
+				     "0" };
 
 	CHECK_INT(round_trip(NMBL_BROKER_MEASURE, measure, 2, &m), 0);
 	CHECK_INT(m.request, NMBL_BROKER_MEASURE);
@@ -53,6 +59,11 @@ static void test_each_request_with_its_fields_parses(void)
 	CHECK_INT(round_trip(NMBL_BROKER_ENTRY_REQUESTS, NULL, 0, &m), 0);
 	CHECK_INT(round_trip(NMBL_BROKER_MENU_SHOWN, NULL, 0, &m), 0);
 	CHECK_INT(round_trip(NMBL_BROKER_GRUBENV_WRITE, env, 3, &m), 0);
+	CHECK_INT(round_trip(NMBL_BROKER_FETCH, fetch_url, 1, &m), 0);
+	CHECK_INT(round_trip(NMBL_BROKER_KERNEL_URL, kernel_url, 3, &m), 0);
+	CHECK_STR(m.fields[1], "(tftp)/images/pxeboot/vmlinuz");
+	CHECK_INT(round_trip(NMBL_BROKER_INITRD_URL, initrd_url, 3, &m), 0);
+	CHECK_INT(round_trip(NMBL_BROKER_CANCEL, NULL, 0, &m), 0);
 }
 
 /* What a menu taken over might send, refused before anything is done. */
@@ -70,8 +81,19 @@ static void test_requests_out_of_shape_are_refused(void)
 	const char *four[] = { "/dev/vda", "0", "/vmlinuz", "x" };
 	/* A line GRUB's linux never makes: what would be measured of it? */
 	const char *bare[] = { "/dev/vda", "0", "/vmlinuz", "x", "root=/dev/vda2 init=/bin/sh" };
+	static const char *const bad_urls[] = {
+		"file:///etc/shadow", "ftp://10.0.2.2/x", "tftp:///x", "http://", "http://a b/c",
+		"http://a/\nb", "http://a/\x7f", "-o/tmp/x", "TFTP://10.0.2.2/x",
+	};
 	size_t len;
 
+	/* Only what nmbl-fetch reads, spelt so that nothing reads it another
+	 * way. */
+	for (size_t i = 0; i < ELEMENTSOF(bad_urls); i++) {
+		const char *f[] = { bad_urls[i] };
+
+		CHECK_INT(round_trip(NMBL_BROKER_FETCH, f, 1, &m), -EBADMSG);
+	}
 	/* Only GRUB's PCRs: 11 is nmbl's own, for its hand-over. */
 	CHECK_INT(round_trip(NMBL_BROKER_MEASURE, pcr11, 2, &m), -EBADMSG);
 	CHECK_INT(round_trip(NMBL_BROKER_MEASURE, pcr_octal, 2, &m), -EBADMSG);
@@ -475,6 +497,124 @@ static void test_chainload_once_a_session(void)
 	end_broker(broker, sv);
 }
 
+/*
+ * A network boot's files through a helper in nmbl-fetch's place, which
+ * answers by the URL's last word as nmbl-fetch would: the file, "no such
+ * file", or a file that never comes whole.
+ */
+static const char fake_fetch[] =
+	"#!/bin/sh\n"
+	"for url; do :; done\n"
+	"case $url in\n"
+	"*/grub.cfg) printf 'menuentry x {}\\n'; echo '15 15' >&3 ;;\n"
+	"*/vmlinuz) cat \"$NMBL_TEST_KERNEL\"; echo '9 9' >&3 ;;\n"
+	"*/missing) echo \"$url: the TFTP server has no such file\" >&2; exit 3 ;;\n"
+	"*/forever) while echo '1 1000' >&3; do sleep 0.1; done ;;\n"
+	"esac\n";
+
+struct heard {
+	unsigned progress;
+	unsigned cancel_after;
+};
+
+static int on_progress(void *data, uint64_t done, uint64_t total)
+{
+	struct heard *h = data;
+
+	(void)done;
+	(void)total;
+	h->progress++;
+	return h->cancel_after && h->progress >= h->cancel_after ? -ECANCELED : 0;
+}
+
+static int fetch(struct nmbl_broker *broker, int menu, enum nmbl_broker_request request,
+		 const char *const *fields, size_t n, struct heard *h, int *fd, char **reply)
+{
+	struct exchange x = { .broker = broker };
+	pthread_t t;
+	int r;
+
+	CHECK_INT(pthread_create(&t, NULL, serve_one, &x), 0);
+	r = nmbl_broker_call_full(menu, request, fields, n, -1, on_progress, h, fd, reply, 1);
+	pthread_join(t, NULL);
+	CHECK_INT(x.served, 1);
+	return r;
+}
+
+static void test_network_files_fetched_held_and_booted(void)
+{
+	struct nmbl_fetch_options net = { .timeout_s = 30, .stall_s = 5 };
+	const char *cfg[] = { "tftp://10.0.2.2/nmbl/grub.cfg" };
+	const char *missing[] = { "tftp://10.0.2.2/nmbl/missing" };
+	const char *forever[] = { "http://10.0.2.2:8080/forever" };
+	const char *kernel[] = { "tftp://10.0.2.2/vmlinuz", "(tftp)/vmlinuz", LINE };
+	const char *boot[] = { "installer" };
+	char *reply[2] = { NULL, NULL };
+	struct nmbl_broker *broker;
+	struct heard h = { 0 };
+	char text[64] = "";
+	int sv[2], fd = -1;
+
+	machine();
+	fixture_text("/usr/libexec/nmbl/nmbl-fetch", fake_fetch);
+	chmod(fixture_path("/usr/libexec/nmbl/nmbl-fetch"), 0755);
+	setenv("NMBL_TEST_KERNEL", CORPUS "/kernel.efi", 1);
+	broker = new_broker(ctx, sv);
+
+	/* Not started from the network: nothing is fetched. */
+	CHECK_INT(fetch(broker, sv[1], NMBL_BROKER_FETCH, cfg, 1, &h, &fd, reply),
+		  -ENETUNREACH);
+	CHECK_INT(fd, -1);
+	free(reply[0]);
+	reply[0] = NULL;
+	CHECK_INT(nmbl_broker_set_network(broker, &net), 0);
+
+	/* The file, sealed, and the menu heard how far it came. */
+	CHECK_INT(fetch(broker, sv[1], NMBL_BROKER_FETCH, cfg, 1, &h, &fd, reply), 0);
+	CHECK(fd >= 0);
+	CHECK_INT(read(fd, text, sizeof(text) - 1), 15);
+	CHECK_STR(text, "menuentry x {}\n");
+	CHECK_INT(fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE, F_SEAL_WRITE);
+	CHECK(h.progress >= 1);
+	close(fd);
+	fd = -1;
+	free(reply[0]);
+	reply[0] = NULL;
+
+	/* No such file: GRUB hears it, with the helper's sentence. */
+	CHECK_INT(fetch(broker, sv[1], NMBL_BROKER_FETCH, missing, 1, &h, &fd, reply), -ENOENT);
+	CHECK_STR(reply[0], "tftp://10.0.2.2/nmbl/missing: the TFTP server has no such file");
+	CHECK_INT(fd, -1);
+	free(reply[0]);
+	reply[0] = NULL;
+
+	/* Esc while a file comes: cancelled, and the broker serves on. */
+	h = (struct heard){ .cancel_after = 3 };
+	CHECK_INT(fetch(broker, sv[1], NMBL_BROKER_FETCH, forever, 1, &h, &fd, reply),
+		  -ECANCELED);
+	CHECK_INT(fd, -1);
+	free(reply[0]);
+	reply[0] = NULL;
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_MENU_SHOWN, NULL, 0, -1, NULL, 0), 0);
+
+	/* A kernel from the network: held, and booted by kexec (another
+	 * kernel runs), with the line asked for. */
+	fixture_text("/proc/version", "Linux version 6.1.0-other (nmbl) (gcc) #2 SMP\n");
+	h = (struct heard){ 0 };
+	CHECK_INT(fetch(broker, sv[1], NMBL_BROKER_KERNEL_URL, kernel, 3, &h, NULL, reply), 0);
+	free(reply[0]);
+	reply[0] = NULL;
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), 0);
+	CHECK_STR(reply[0], "kexec");
+	CHECK_STR(fake.kexec_cmdline, LINE);
+	free(reply[0]);
+	free(reply[1]);
+	CHECK_INT(nmbl_broker_get_outcome(broker), NMBL_BROKER_KEXEC);
+	end_broker(broker, sv);
+	unsetenv("NMBL_TEST_KERNEL");
+	fixture_run("rm -rf '%s/usr/libexec/nmbl' '%s/run/nmbl'", fixture_root(), fixture_root());
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -486,6 +626,7 @@ int main(void)
 		test_direct_boot_not_taken_is_undone,
 		test_command_line_measured_is_the_one_booted,
 		test_chainload_once_a_session,
+		test_network_files_fetched_held_and_booted,
 		NULL,
 	};
 

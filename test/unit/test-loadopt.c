@@ -168,6 +168,96 @@ static void test_parse_firmware_options(void)
 	opt = nmbl_load_option_free(opt);
 }
 
+/* A network boot's option as firmware writes it: "N", then
+ * PciRoot(0x0)/Pci(0x3,0x0)/MAC/[Vlan/]IPv4 or IPv6/[Uri]. */
+static size_t network_option(unsigned char *buf, bool vlan, bool ipv6, const char *uri)
+{
+	static const unsigned char head[] = { 1, 0, 0, 0, 0, 0, 'N', 0, 0, 0,
+					      2, 1, 12, 0, 0xd0, 0x41, 0x03, 0x0a, 0, 0, 0, 0,
+					      1, 1, 6, 0, 0, 3 };
+	size_t n = sizeof(head);
+
+	memcpy(buf, head, n);
+	buf[n++] = 3, buf[n++] = 0x0b, buf[n++] = 37, buf[n++] = 0;
+	memset(buf + n, 0, 33);
+	memcpy(buf + n, "\x52\x54\x00\x12\x34\x56", 6);
+	buf[n + 32] = 1;
+	n += 33;
+	if (vlan) {
+		buf[n++] = 3, buf[n++] = 0x14, buf[n++] = 6, buf[n++] = 0;
+		buf[n++] = 5, buf[n++] = 0;
+	}
+	if (ipv6) {
+		buf[n++] = 3, buf[n++] = 0x0d, buf[n++] = 60, buf[n++] = 0;
+		memset(buf + n, 0, 56);
+		buf[n + 16] = 0xfd, buf[n + 17] = 0x00, buf[n + 31] = 2;
+		n += 56;
+	} else {
+		buf[n++] = 3, buf[n++] = 0x0c, buf[n++] = 27, buf[n++] = 0;
+		memset(buf + n, 0, 23);
+		memcpy(buf + n + 4, "\x0a\x00\x02\x02", 4);
+		n += 23;
+	}
+	if (uri) {
+		buf[n++] = 3, buf[n++] = 0x18, buf[n++] = (unsigned char)(strlen(uri) + 4);
+		buf[n++] = 0;
+		memcpy(buf + n, uri, strlen(uri));
+		n += strlen(uri);
+	}
+	buf[n++] = 0x7f, buf[n++] = 0xff, buf[n++] = 4, buf[n++] = 0;
+	/* The device path's length, after the attributes. */
+	buf[4] = (unsigned char)(n - 10);
+	return n;
+}
+
+static void test_parse_network_options(void)
+{
+	static const unsigned char mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+	struct nmbl_load_option *opt = NULL;
+	unsigned char buf[512], got[6];
+	size_t len;
+
+	/* PXE over IPv4. */
+	len = network_option(buf, false, false, NULL);
+	CHECK_INT(nmbl_load_option_parse(buf, len, &opt), 0);
+	CHECK_STR(nmbl_load_option_get_device_path(opt),
+		  "PciRoot(0x0)/Pci(0x3,0x0)/MAC(525400123456,0x1)/IPv4(10.0.2.2)");
+	CHECK(nmbl_load_option_get_mac(opt, got) && memcmp(got, mac, 6) == 0);
+	CHECK_INT(nmbl_load_option_get_ip_version(opt), 4);
+	CHECK_INT(nmbl_load_option_get_vlan(opt), -1);
+	CHECK(nmbl_load_option_get_uri(opt) == NULL);
+	CHECK(nmbl_load_option_get_partuuid(opt) == NULL);
+	opt = nmbl_load_option_free(opt);
+
+	/* HTTP Boot over IPv6 on VLAN 5, with its URL. */
+	len = network_option(buf, true, true, "http://[fd00::2]:8080/nmbl/nmbl-net.efi");
+	CHECK_INT(nmbl_load_option_parse(buf, len, &opt), 0);
+	CHECK_STR(nmbl_load_option_get_device_path(opt),
+		  "PciRoot(0x0)/Pci(0x3,0x0)/MAC(525400123456,0x1)/Vlan(5)/IPv6(fd00:0:0:0:0:0:0:2)/"
+		  "Uri(http://[fd00::2]:8080/nmbl/nmbl-net.efi)");
+	CHECK_INT(nmbl_load_option_get_ip_version(opt), 6);
+	CHECK_INT(nmbl_load_option_get_vlan(opt), 5);
+	CHECK_STR(nmbl_load_option_get_uri(opt), "http://[fd00::2]:8080/nmbl/nmbl-net.efi");
+	opt = nmbl_load_option_free(opt);
+
+	/* The empty Uri() of the option firmware makes for HTTP Boot. */
+	len = network_option(buf, false, false, "");
+	CHECK_INT(nmbl_load_option_parse(buf, len, &opt), 0);
+	CHECK(nmbl_load_option_get_uri(opt) == NULL);
+	opt = nmbl_load_option_free(opt);
+
+	/* A URL with a control character is no URL. */
+	len = network_option(buf, false, false, "http://a/\tb");
+	CHECK_INT(nmbl_load_option_parse(buf, len, &opt), -EBADMSG);
+	CHECK(opt == NULL);
+	/* A disk's option has none of it. */
+	CHECK_INT(nmbl_load_option_parse(shell_option, sizeof(shell_option), &opt), 0);
+	CHECK(!nmbl_load_option_get_mac(opt, got));
+	CHECK_INT(nmbl_load_option_get_ip_version(opt), 0);
+	CHECK_INT(nmbl_load_option_get_vlan(opt), -1);
+	opt = nmbl_load_option_free(opt);
+}
+
 static void test_parse_refuses_malformed_options(void)
 {
 	struct nmbl_load_option *opt = NULL;
@@ -267,6 +357,7 @@ int main(void)
 		test_build_refuses_bad_arguments,
 		test_efi_paths,
 		test_parse_firmware_options,
+		test_parse_network_options,
 		test_parse_refuses_malformed_options,
 		test_utf16_conversions,
 		test_boot_current_from_efivarfs,

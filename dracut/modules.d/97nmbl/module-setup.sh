@@ -52,6 +52,16 @@ installkernel() {
     if [ "${NMBL_LVM:-}" = 1 ]; then
         hostonly='' instmods dm_mod
     fi
+    # An image for network boots (NMBL_NET=1): the network cards that
+    # firmware PXE- and HTTP-boots from, in machines and VMs (virtio,
+    # Intel's, Realtek's, Broadcom's, Aquantia's, Hyper-V's, VMware's, USB
+    # dongles), and VLAN tagging.  Mellanox's and Intel's 100G drivers are
+    # left out: megabytes each, for machines that boot from disks.
+    if [ "${NMBL_NET:-}" = 1 ]; then
+        hostonly='' instmods \
+            virtio_net e1000 e1000e igb igc ixgbe i40e r8169 tg3 bnxt_en atlantic \
+            hv_netvsc vmxnet3 usbnet cdc_ether cdc_ncm r8152 ax88179_178a 8021q
+    fi
 }
 
 install() {
@@ -90,6 +100,19 @@ install() {
     if [ "${NMBL_LVM:-}" = 1 ]; then
         inst_binary "$(command -v lvm)" /usr/sbin/lvm
         inst_simple "$moddir/lvm.conf" /etc/lvm/lvm.conf
+    fi
+    # A network boot's tools: the DHCP client (dhcpcd, with its own
+    # unprivileged user, which it drops to), nmbl-fetch (libcurl: TFTP,
+    # HTTP, HTTPS) and the certificates HTTPS servers are checked against,
+    # signed with the rest of the image.
+    if [ "${NMBL_NET:-}" = 1 ]; then
+        local fetch=${NMBL_FETCH:-$libexecdir/nmbl-fetch}
+        inst_binary "$fetch" /usr/libexec/nmbl/nmbl-fetch
+        inst_binary "$(command -v dhcpcd)" /usr/sbin/dhcpcd
+        inst_simple "$moddir/dhcpcd.conf" /etc/nmbl/dhcpcd.conf
+        inst_simple /etc/ssl/certs/ca-certificates.crt /usr/share/nmbl/ca-certificates.crt
+        inst_dir /var/lib/dhcpcd
+        inst_dir /usr/lib/dhcpcd
     fi
     # A shell only in a debug build (NMBL_SHELL=1, which also puts
     # nmbl.shell on the UKI's signed command line): under Secure Boot a

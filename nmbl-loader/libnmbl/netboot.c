@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Whether the firmware started nmbl from the network (PXE, HTTP Boot), and
+ * from which card: the Boot#### option it started (BootCurrent) names the
+ * card by its Ethernet address, and LoaderDevicePartUUID, which
+ * systemd-stub sets for a start from a disk's partition, is absent.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nmbl-private.h"
+
+NMBL_EXPORT struct nmbl_network_boot *nmbl_network_boot_free(struct nmbl_network_boot *boot)
+{
+	if (boot) {
+		free(boot->uri);
+		free(boot);
+	}
+	return NULL;
+}
+
+NMBL_EXPORT int nmbl_get_network_boot(struct nmbl_ctx *ctx, struct nmbl_network_boot **ret)
+{
+	_cleanup_(nmbl_load_option_freep) struct nmbl_load_option *opt = NULL;
+	_cleanup_free_ char *partuuid = NULL;
+	struct nmbl_network_boot *boot;
+	unsigned current;
+	int r;
+
+	if (!ctx || !ret)
+		return -EINVAL;
+	r = nmbl_get_loader_device_partuuid(ctx, &partuuid);
+	if (r == 0)
+		return -ENOENT;
+	r = nmbl_get_boot_current(ctx, &current);
+	if (r < 0)
+		return r;
+	r = nmbl_read_boot_option(ctx, current, &opt);
+	if (r < 0)
+		return r;
+	boot = calloc(1, sizeof(*boot));
+	if (!boot)
+		return -ENOMEM;
+	if (!nmbl_load_option_get_mac(opt, boot->mac)) {
+		free(boot);
+		return -ENOENT;
+	}
+	boot->ip_version = nmbl_load_option_get_ip_version(opt);
+	boot->vlan = nmbl_load_option_get_vlan(opt);
+	if (nmbl_load_option_get_uri(opt) && !(boot->uri = strdup(nmbl_load_option_get_uri(opt)))) {
+		free(boot);
+		return -ENOMEM;
+	}
+	*ret = boot;
+	return 0;
+}
+
+NMBL_EXPORT int nmbl_find_network_interface(struct nmbl_ctx *ctx, const unsigned char mac[6],
+					    char **ret)
+{
+	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/net");
+	char want[18];
+	struct dirent *de;
+	DIR *d;
+	int r = -ENODEV;
+
+	if (!ctx || !mac || !ret)
+		return -EINVAL;
+	if (!dir)
+		return -ENOMEM;
+	snprintf(want, sizeof(want), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
+		 mac[3], mac[4], mac[5]);
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? -ENODEV : -errno;
+	while (r == -ENODEV && (de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+		char address[64];
+
+		if (de->d_name[0] == '.' ||
+		    asprintf(&path, "/sys/class/net/%s/address", de->d_name) < 0)
+			continue;
+		if (nmbl_read_small(ctx, path, address, sizeof(address)) < 0)
+			continue;
+		/* A VLAN's interface has its card's address too: the card's
+		 * own is the one that is not a VLAN's (no "." in its name,
+		 * as the kernel names them). */
+		if (strcmp(address, want) == 0 && !strchr(de->d_name, '.'))
+			r = (*ret = strdup(de->d_name)) ? 0 : -ENOMEM;
+	}
+	closedir(d);
+	return r;
+}

@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Network boot: OVMF PXE-boots nmbl's network UKI from QEMU's TFTP server,
+Secure Boot on; nmbl brings the card up, asks DHCP and reads the grub.cfg
+GRUB's network image would (the one for its MAC first), then kernels and
+initrds over TFTP and HTTP.
+
+Nothing leaves the VM process: QEMU's user network with restrict=on, its
+built-in TFTP and DHCP, and an HTTP server of the test on 127.0.0.1 reached
+through guestfwd (relay.py) at 10.0.2.100:80."""
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+
+from fixture import (BOOT_TIMEOUT, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL, TARGET_UP, VM,
+                     back_to_the_menu, build_path, choose, mkdisk, words)
+from vm import KEY_ESC
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAC = "52:54:00:12:34:56"
+HTTP = "10.0.2.100"
+# What the per-MAC grub.cfg echoes of GRUB's network variables, in short
+# lines (no terminal wraps them).
+NET_LINE = r"NMBL-NET (.*?) END\r?\n"
+# Bytes the stalling server sends before it stops sending.
+STALL_AFTER = 300 * 1024
+
+
+class Files(http.server.BaseHTTPRequestHandler):
+    """The test's HTTP server: the files of its directory; /slow/NAME sends
+    NAME a little at a time, /stops/NAME sends its start and then nothing."""
+
+    root = None
+    requests = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        Files.requests.append(self.path)
+        mode, _, name = self.path.lstrip("/").partition("/")
+        if mode not in ("slow", "stops"):
+            mode, name = "whole", self.path.lstrip("/")
+        path = os.path.join(self.root, os.path.basename(name))
+        if not os.path.isfile(path):
+            self.send_error(404)
+            return
+        with open(path, "rb") as f:
+            data = f.read()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if mode == "whole":
+            self.wfile.write(data)
+        elif mode == "slow":
+            for at in range(0, len(data), 16 * 1024):
+                self.wfile.write(data[at:at + 16 * 1024])
+                self.wfile.flush()
+                time.sleep(0.5)
+        else:
+            self.wfile.write(data[:STALL_AFTER])
+            self.wfile.flush()
+            # Held open, silent, until the client gives up.
+            self.connection.settimeout(120)
+            try:
+                self.connection.recv(1)
+            except OSError:
+                pass
+
+
+def grub_cfg():
+    """The menu for this machine's MAC, installer-style."""
+    target = f"root=UUID={ROOT_UUID} ro console=ttyS0,115200"
+    return f"""set timeout=30
+echo "NMBL-NET ip=$net_default_ip mac=$net_default_mac server=$net_default_server END"
+echo "NMBL-NET if=$net_default_interface next=$net_efinet0_next_server END"
+echo "NMBL-NET boot_file=$net_efinet0_boot_file root=$root prefix=$prefix END"
+menuentry 'Install (HTTP)' {{
+	linuxefi (http,{HTTP})/vmlinuz {target} ip=dhcp BOOTIF=01-$net_default_mac inst.repo=http://{HTTP}/repo
+	initrdefi (http,{HTTP})/initrd.img
+}}
+menuentry 'Missing kernel (TFTP)' {{
+	linux (tftp)/images/vmlinuz-missing {target}
+}}
+menuentry 'Unsigned kernel (TFTP)' {{
+	linux /images/vmlinuz-unsigned {target}
+}}
+menuentry 'Slow initrd (HTTP)' {{
+	linux (tftp)/images/vmlinuz {target}
+	initrd (http,{HTTP})/slow/initrd.img
+}}
+menuentry 'Server stops (HTTP)' {{
+	linux (http,{HTTP})/stops/vmlinuz {target}
+}}
+menuentry 'Rescue (TFTP)' {{
+	linux (pxe)/images/vmlinuz {target} nmbl.entry=rescue
+	initrd (tftp,$net_default_server)/images/initrd.img
+}}
+"""
+
+
+@functools.cache
+def tree():
+    """The TFTP and HTTP servers' files, and a disk with the target's root."""
+    top = build_path("test", "netboot")
+    shutil.rmtree(top, ignore_errors=True)
+    tftp, www = os.path.join(top, "tftp"), os.path.join(top, "www")
+    for d in (os.path.join(tftp, "nmbl"), os.path.join(tftp, "images"), www):
+        os.makedirs(d)
+    shutil.copy(build_path("nmbl-net.efi"), os.path.join(tftp, "nmbl", "nmbl-net.efi"))
+    for name, src in (("vmlinuz", "vmlinuz-test"), ("initrd.img", "target-initrd.img"),
+                      ("vmlinuz-unsigned", "vmlinuz-unsigned")):
+        shutil.copy(build_path("test", src), os.path.join(tftp, "images", name))
+    for name, src in (("vmlinuz", "vmlinuz-test"), ("initrd.img", "target-initrd.img")):
+        shutil.copy(build_path("test", src), os.path.join(www, name))
+    with open(os.path.join(tftp, "nmbl", "grub.cfg-01-" + MAC.replace(":", "-")), "w") as f:
+        f.write(grub_cfg())
+    # What every other machine gets: never this one.
+    with open(os.path.join(tftp, "nmbl", "grub.cfg"), "w") as f:
+        f.write("menuentry 'Generic grub.cfg, for any machine' { true }\n")
+    image = os.path.join(top, "root.img")
+    mkdisk.build(image, None, root=build_path("test", "target-root"), root_uuid=ROOT_UUID)
+    return tftp, www, image
+
+
+def http_server(www):
+    Files.root = www
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def netboot_vm(name, tftp, image, port):
+    relay = f"{sys.executable} {os.path.join(HERE, 'relay.py')} {port}"
+    return VM(image, snapshot=True, log_file=build_path("test", f"{name}.log"), qemu_args=[
+        "-netdev", f"user,id=n0,restrict=on,tftp={tftp},bootfile=nmbl/nmbl-net.efi,"
+                   f"guestfwd=tcp:{HTTP}:80-cmd:{relay}",
+        "-device", f"virtio-net-pci,netdev=n0,mac={MAC},romfile=,bootindex=0"])
+
+
+def test_pxe_menu_for_this_mac_faults_then_an_installer_by_kexec():
+    """One PXE boot: the menu is the one for this machine's MAC, with GRUB's
+    network variables; a missing kernel, an unsigned one, a download
+    cancelled with Esc and a server that stops each give a sentence and the
+    menu back; then the installer entry boots the target by kexec from HTTP,
+    with ip= and BOOTIF= as the menu made them."""
+    tftp, www, image = tree()
+    server = http_server(www)
+    try:
+        with netboot_vm("netboot-pxe", tftp, image, server.server_address[1]) as vm:
+            vm.wait_for("NBP filename is nmbl/nmbl-net.efi", timeout=BOOT_TIMEOUT, clean=True)
+            up = vm.wait_for(r"nmbl-init: network: (\S+) is up \(DHCP\)", timeout=BOOT_TIMEOUT,
+                             clean=True)
+            nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT, clean=True).group(1)
+            net = {}
+            for _ in range(3):
+                line = vm.wait_for(NET_LINE, timeout=BOOT_TIMEOUT, clean=True).group(1)
+                net.update(re.findall(r"(\w+)=(\S*)", line))
+            assert net == {"ip": "10.0.2.15", "mac": MAC, "server": "10.0.2.2",
+                           "if": "efinet0", "next": "10.0.2.2",
+                           "boot_file": "nmbl/nmbl-net.efi", "root": "tftp,10.0.2.2",
+                           "prefix": "(tftp,10.0.2.2)nmbl"}, net
+            vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+            menu = vm.clean_log()
+            assert "Install (HTTP)" in menu and "Generic grub.cfg" not in menu, \
+                "the menu is not the one for this machine's MAC"
+
+            # A kernel the TFTP server does not have: GRUB's words.
+            choose(vm, 1)
+            vm.wait_for(words("error: file `(tftp)/images/vmlinuz-missing' not found."),
+                        timeout=BOOT_TIMEOUT, clean=True)
+            back_to_the_menu(vm)
+            # A kernel the keyrings do not trust, from $root on the network.
+            choose(vm, 2)
+            vm.wait_for(words("cannot load /images/vmlinuz-unsigned: the kernel is not signed"),
+                        timeout=BOOT_TIMEOUT, clean=True)
+            back_to_the_menu(vm)
+            # A download under way shows how far it is; Esc ends it.
+            choose(vm, 3)
+            vm.wait_for(r"\(http,10\.0\.2\.100\)/slow/initrd\.img: \d+ of \d+ KiB \(\d+%\), "
+                        r"Esc cancels", timeout=BOOT_TIMEOUT, clean=True)
+            vm.send(KEY_ESC)
+            vm.wait_for(words("error: `(http,10.0.2.100)/slow/initrd.img': cancelled."),
+                        timeout=60, clean=True)
+            back_to_the_menu(vm)
+            # A server that stops sending: a sentence within the stall limit.
+            choose(vm, 4)
+            vm.wait_for(words(f"http://{HTTP}/stops/vmlinuz: the server stopped sending for "
+                              f"15 s after {STALL_AFTER} bytes"), timeout=BOOT_TIMEOUT,
+                        clean=True)
+            back_to_the_menu(vm)
+
+            choose(vm, 0)
+            vm.wait_for(words(f"Booting by kexec (http,{HTTP})/vmlinuz: its kernel came from "
+                              "the network."), timeout=BOOT_TIMEOUT, clean=True)
+            target = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+            kernel = vm.wait_for(TARGET_KERNEL, timeout=60)
+            vm.wait_exit(timeout=60)
+    finally:
+        server.shutdown()
+    assert up.group(1) == "eth0", up.group(0)
+    want = (f"BOOT_IMAGE=(http,{HTTP})/vmlinuz root=UUID={ROOT_UUID} ro console=ttyS0,115200 "
+            f"ip=dhcp BOOTIF=01-{MAC} inst.repo=http://{HTTP}/repo")
+    assert target.group(2) == want, f"target's cmdline\n  {target.group(2)!r}\nexpected\n  {want!r}"
+    assert kernel.group(1) != nmbl_id, "the target runs nmbl's kernel: no kexec"
+    # The kernel and initrd the target runs came over HTTP, each once.
+    assert Files.requests.count("/vmlinuz") == 1 and Files.requests.count("/initrd.img") == 1, \
+        Files.requests
