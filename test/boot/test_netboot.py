@@ -13,6 +13,8 @@ import http.server
 import os
 import re
 import shutil
+import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -41,12 +43,22 @@ class Files(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def do_HEAD(self):
+        """The firmware asks the size of what it HTTP-boots first."""
+        path = os.path.join(self.root, self.path.lstrip("/"))
+        if not os.path.isfile(path):
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(os.path.getsize(path)))
+        self.end_headers()
+
     def do_GET(self):
         Files.requests.append(self.path)
         mode, _, name = self.path.lstrip("/").partition("/")
         if mode not in ("slow", "stops"):
             mode, name = "whole", self.path.lstrip("/")
-        path = os.path.join(self.root, os.path.basename(name))
+        path = os.path.join(self.root, name if mode == "whole" else os.path.basename(name))
         if not os.path.isfile(path):
             self.send_error(404)
             return
@@ -128,19 +140,46 @@ def tree():
     return tftp, www, image
 
 
-def http_server(www):
+def http_server(www, tls=None):
+    """The test's HTTP server on 127.0.0.1 (HTTPS with TLS, a certificate
+    and key file), serving WWW."""
     Files.root = www
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
     server.daemon_threads = True
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
-def netboot_vm(name, tftp, image, port):
-    relay = f"{sys.executable} {os.path.join(HERE, 'relay.py')} {port}"
+@functools.cache
+def self_signed():
+    """A certificate for 10.0.2.100 that no authority signed, with its key."""
+    path = build_path("test", "netboot", "self-signed.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", f"/CN={HTTP}", "-addext", f"subjectAltName=IP:{HTTP}",
+                    "-keyout", path, "-out", path], check=True, capture_output=True)
+    return path
+
+
+def netboot_vm(name, image, ports, tftp=None, bootfile="nmbl/nmbl-net.efi"):
+    """The machine, its card first in the boot order, its network QEMU's
+    own: PORTS maps a port of 10.0.2.100 to the test's server on 127.0.0.1.
+    A URL for BOOTFILE makes the firmware HTTP-boot (its PXE options off)."""
+    forwards = "".join(f",guestfwd=tcp:{HTTP}:{guest}-cmd:{sys.executable} "
+                       f"{os.path.join(HERE, 'relay.py')} {port}"
+                       for guest, port in ports.items())
+    netdev = f"user,id=n0,restrict=on,bootfile={bootfile}{forwards}"
+    firmware = []
+    if tftp:
+        netdev += f",tftp={tftp}"
+    else:
+        firmware = ["-fw_cfg", "name=opt/org.tianocore/IPv4PXESupport,string=no",
+                    "-fw_cfg", "name=opt/org.tianocore/IPv6PXESupport,string=no"]
     return VM(image, snapshot=True, log_file=build_path("test", f"{name}.log"), qemu_args=[
-        "-netdev", f"user,id=n0,restrict=on,tftp={tftp},bootfile=nmbl/nmbl-net.efi,"
-                   f"guestfwd=tcp:{HTTP}:80-cmd:{relay}",
+        "-netdev", netdev, *firmware,
         "-device", f"virtio-net-pci,netdev=n0,mac={MAC},romfile=,bootindex=0"])
 
 
@@ -153,7 +192,7 @@ def test_pxe_menu_for_this_mac_faults_then_an_installer_by_kexec():
     tftp, www, image = tree()
     server = http_server(www)
     try:
-        with netboot_vm("netboot-pxe", tftp, image, server.server_address[1]) as vm:
+        with netboot_vm("netboot-pxe", image, {80: server.server_address[1]}, tftp=tftp) as vm:
             vm.wait_for("NBP filename is nmbl/nmbl-net.efi", timeout=BOOT_TIMEOUT, clean=True)
             up = vm.wait_for(r"nmbl-init: network: (\S+) is up \(DHCP\)", timeout=BOOT_TIMEOUT,
                              clean=True)
@@ -212,3 +251,62 @@ def test_pxe_menu_for_this_mac_faults_then_an_installer_by_kexec():
     # The kernel and initrd the target runs came over HTTP, each once.
     assert Files.requests.count("/vmlinuz") == 1 and Files.requests.count("/initrd.img") == 1, \
         Files.requests
+
+
+def http_cfg():
+    """HTTP Boot's menu: $root is the web server, HTTPS refused when its
+    certificate is not one the image trusts."""
+    target = f"root=UUID={ROOT_UUID} ro console=ttyS0,115200"
+    return f"""set timeout=30
+echo "NMBL-NET root=$root prefix=$prefix if=$net_default_interface END"
+menuentry 'Target (HTTP)' {{
+	linux /vmlinuz {target} nmbl.entry=http-boot
+	initrd /initrd.img
+}}
+menuentry 'Untrusted server (HTTPS)' {{
+	linux (https,{HTTP})/vmlinuz {target}
+}}
+"""
+
+
+def test_http_boot_by_url_menu_from_the_server_and_https_checked():
+    """The firmware HTTP-boots nmbl by URL: nmbl's menu is the grub.cfg
+    beside it on the same server, $root is that server; a kernel from an
+    HTTPS server whose certificate no authority in the image signed is
+    refused with a sentence; the target boots from $root by kexec."""
+    _, www, image = tree()
+    os.makedirs(os.path.join(www, "nmbl"), exist_ok=True)
+    shutil.copy(build_path("nmbl-net.efi"), os.path.join(www, "nmbl", "nmbl-net.efi"))
+    with open(os.path.join(www, "nmbl", "grub.cfg"), "w") as f:
+        f.write(http_cfg())
+    Files.requests = []
+    server, tls = http_server(www), http_server(www, tls=self_signed())
+    try:
+        with netboot_vm("netboot-http", image, {80: server.server_address[1],
+                                                443: tls.server_address[1]},
+                        bootfile=f"http://{HTTP}/nmbl/nmbl-net.efi") as vm:
+            vm.wait_for("Start HTTP Boot over IPv4", timeout=BOOT_TIMEOUT, clean=True)
+            nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT, clean=True).group(1)
+            net = dict(re.findall(r"(\w+)=(\S*)", vm.wait_for(NET_LINE, timeout=BOOT_TIMEOUT,
+                                                             clean=True).group(1)))
+            assert net == {"root": f"http,{HTTP}", "prefix": f"(http,{HTTP})/nmbl",
+                           "if": "efinet0"}, net
+            vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+            choose(vm, 1)
+            vm.wait_for(words(f"https://{HTTP}/vmlinuz: the server's certificate is not one "
+                              "the image trusts"), timeout=BOOT_TIMEOUT, clean=True)
+            back_to_the_menu(vm)
+            choose(vm, 0)
+            target = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+            kernel = vm.wait_for(TARGET_KERNEL, timeout=60)
+            vm.wait_exit(timeout=60)
+    finally:
+        server.shutdown()
+        tls.shutdown()
+    want = f"BOOT_IMAGE=/vmlinuz root=UUID={ROOT_UUID} ro console=ttyS0,115200 nmbl.entry=http-boot"
+    assert target.group(2) == want, f"target's cmdline\n  {target.group(2)!r}\nexpected\n  {want!r}"
+    assert kernel.group(1) != nmbl_id, "the target runs nmbl's kernel: no kexec"
+    # The UKI and the menu by the firmware's URL's directory, the kernel
+    # and initrd from $root.
+    assert Files.requests[:2] == ["/nmbl/nmbl-net.efi", "/nmbl/grub.cfg"], Files.requests
+    assert "/vmlinuz" in Files.requests and "/initrd.img" in Files.requests, Files.requests
