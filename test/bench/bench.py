@@ -25,6 +25,21 @@ fair, except in nmbl-direct-sb.
   nmbl-direct     firmware -> nmbl UKI -> menu -> switch root
   nmbl-direct-sb  the same under Secure Boot
 
+And from the network (QEMU's user network, restrict=on; the same grub.cfg
+for this machine's MAC beside each loader, the same kernel and dracut
+initrd named relative to $root, on the same server; a disk that holds
+only the target's root):
+
+  grub-net        firmware PXE -> Debian's grubnetx64.efi over TFTP ->
+                  kernel + initrd over TFTP
+  nmbl-net-tftp   firmware PXE -> nmbl's network UKI over TFTP -> DHCP ->
+                  menu -> kernel + initrd over TFTP -> kexec
+  nmbl-net-http   firmware HTTP Boot -> nmbl's network UKI over HTTP ->
+                  DHCP -> menu -> kernel + initrd over HTTP -> kexec
+
+Their ratios are to grub-net.  The firmware's step holds its DHCP and the
+loader's download.
+
 And on the real Debian machines of test/system, each started from the
 removable path (\EFI\BOOT\BOOTX64.EFI) with Secure Boot off, Debian's own
 grub.cfg and its 5-second countdown alike for all, from power-on to the
@@ -113,6 +128,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "system"))
 
 import fixture  # noqa: E402
 import machine  # noqa: E402
+import netserve  # noqa: E402
 from fixture import (BOOT_TIMEOUT, BOOT_UUID, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,  # noqa: E402
                      TARGET_UP, VM, build_path)
 
@@ -128,7 +144,8 @@ FIRMWARE_STARTING = rb"BdsDxe: starting Boot[^\r\n]*\r?\n"
 LOADER_UP = rb"Welcome to GRUB!"            # GRUB's, and grub-emu's: the menu program runs
 LOADER_MENU = rb"Booting `[^\r\n]*'"       # the menu reached, its entry taken
 NMBL_UNPACKED = rb"nmbl: initramfs-unpacked: ([\d.]+)-([\d.]+) s\r?\n"
-NMBL_INIT_STEPS = rb"nmbl-init: startup: modules loaded at ([\d.]+) s, the ESP's disk at ([\d.]+) s"
+NMBL_INIT_STEPS = (rb"nmbl-init: startup: modules loaded at ([\d.]+) s, "
+                   rb"(the ESP's disk|the network) at ([\d.]+) s")
 # nmbl's memory in use at its menu is also taken in a VM as small as a
 # small machine (one boot: it changes little from boot to boot).  The
 # timed boots have QEMU's 1 GiB: GRUB from Debian's package runs out of
@@ -141,6 +158,9 @@ OPTIONS = f"root=UUID={ROOT_UUID} ro console=tty0 console=ttyS0,115200 quiet"
 
 # efi: the program on the ESP; initrd: the initramfs it starts first.
 TARGET_INITRD = "test/target-initrd-dracut.img"
+# Debian's GRUB for network boots (grub-efi-amd64-bin), whose built-in
+# $prefix is /grub on the server it was loaded from.
+GRUB_NET = "/usr/lib/grub/x86_64-efi/monolithic/grubnetx64.efi"
 NMBL_INITRD = "nmbl-initrd.img"
 VARIANTS = {
     "floor": dict(efi="test/floor.efi", initrd=TARGET_INITRD, secure_boot=False, nmbl=None),
@@ -151,6 +171,12 @@ VARIANTS = {
                        nmbl="kexec"),
     "nmbl-direct": dict(efi="nmbl.efi", initrd=NMBL_INITRD, secure_boot=False, nmbl="direct"),
     "nmbl-direct-sb": dict(efi="nmbl.efi", initrd=NMBL_INITRD, secure_boot=True, nmbl="direct"),
+    "grub-net": dict(efi=GRUB_NET, initrd=TARGET_INITRD, secure_boot=False, nmbl=None,
+                     net="tftp", base="grub-net"),
+    "nmbl-net-tftp": dict(efi="nmbl-net.efi", initrd="nmbl-net-initrd.img", secure_boot=False,
+                          nmbl="kexec", net="tftp", base="grub-net"),
+    "nmbl-net-http": dict(efi="nmbl-net.efi", initrd="nmbl-net-initrd.img", secure_boot=False,
+                          nmbl="kexec", net="http", base="grub-net"),
 }
 # On a machine of test/system: MACHINE's disk, EFI the program started
 # (DEBIAN_GRUB: the one grub-install put on the machine's ESP), BASE the
@@ -190,6 +216,38 @@ menuentry 'Debian GNU/Linux' {{
 	initrd /initrd.img
 }}
 """
+
+
+def net_tree():
+    """The network variants' server: each loader, with the same grub.cfg
+    for this machine's MAC where it reads it; the kernel and initrd at the
+    root; and a disk with the target's root only."""
+    top = build_path("bench", "net")
+    shutil.rmtree(top, ignore_errors=True)
+    per_mac = "grub.cfg-01-" + netserve.MAC.replace(":", "-")
+    for loader, d in (("nmbl-net.efi", "nmbl"), (GRUB_NET, "grub")):
+        os.makedirs(os.path.join(top, d))
+        shutil.copy(build_path(loader), os.path.join(top, d, os.path.basename(loader)))
+        with open(os.path.join(top, d, per_mac), "w") as f:
+            f.write(grub_cfg().replace(
+                f"\tsearch --no-floppy --fs-uuid --set=root {BOOT_UUID}\n", ""))
+        # HTTP Boot reads no per-MAC file: GRUB searches only on TFTP.
+        shutil.copy(os.path.join(top, d, per_mac), os.path.join(top, d, "grub.cfg"))
+    shutil.copy(build_path("test", "vmlinuz-test"), os.path.join(top, "vmlinuz"))
+    shutil.copy(build_path(TARGET_INITRD), os.path.join(top, "initrd.img"))
+    image = os.path.join(top, "root.img")
+    fixture.mkdisk.build(image, None, root=build_path("test", "target-root"),
+                         root_uuid=ROOT_UUID)
+    return top, image
+
+
+def net_args(variant, top, port):
+    """QEMU's arguments for a network variant: the firmware PXE-boots the
+    loader from TFTP, or HTTP-boots it from the test's server."""
+    loader = "nmbl/nmbl-net.efi" if variant["nmbl"] else "grub/grubnetx64.efi"
+    if variant["net"] == "tftp":
+        return netserve.net_args({}, tftp=top, bootfile=loader)
+    return netserve.net_args({80: port}, bootfile=f"http://{netserve.HTTP}/{loader}")
 
 
 def disk(name, efi):
@@ -294,7 +352,7 @@ def timeline(vm, nmbl, r, target_start=None):
                       on_kernel(m.group(1))))
         if steps:
             marks += [("modules", on_kernel(steps.group(1))),
-                      ("the ESP's disk", on_kernel(steps.group(2)))]
+                      (steps.group(2).decode(), on_kernel(steps.group(3)))]
         marks += [("status, grub-emu start", up), ("grub.cfg read, menu", menu)]
         if menu is not None:
             r["menu"] = menu - kernel_start
@@ -361,12 +419,12 @@ def run_machine_once(name, variant, image, index, tb_size=None):
     return r
 
 
-def run_once(name, variant, image, index, tb_size=None):
+def run_once(name, variant, image, index, tb_size=None, qemu_args=()):
     """One boot's times (seconds) and what nmbl reported of itself."""
     log = build_path("bench", f"{name}-{index}.log")
     r = {}
     with VM(image, snapshot=True, secure_boot=variant["secure_boot"], log_file=log,
-            tb_size=tb_size) as vm:
+            tb_size=tb_size, qemu_args=qemu_args) as vm:
         if variant["nmbl"]:
             nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT).group(1)
             nmbl_memory(vm, r)
@@ -479,7 +537,7 @@ def report(names, results, size):
 STEP_COLOURS = (("firmware", "#9e9e9e"), ("image load", "#bdbdbd"),
                 ("stub", "#ffb74d"), ("GRUB", "#e57373"), ("grub.cfg", "#ef9a9a"),
                 ("kernel", "#64b5f6"), ("initramfs", "#1976d2"), ("modules", "#81c784"),
-                ("ESP", "#a5d6a7"), ("status", "#4db6ac"), ("hand-over", "#ba68c8"),
+                ("ESP", "#a5d6a7"), ("network", "#a5d6a7"), ("status", "#4db6ac"), ("hand-over", "#ba68c8"),
                 ("switch root", "#ce93d8"), ("target", "#ce93d8"), ("multi-user", "#ce93d8"))
 
 
@@ -560,12 +618,21 @@ def main():
     tb_size = args.tb_size or None
     names = args.variant or list(ALL_VARIANTS)
     os.makedirs(build_path("bench"), exist_ok=True)
-    # Variants with the same program on the ESP share one image.
+    # Variants with the same program on the ESP share one image; those
+    # from the network, one server and disk.
     by_efi = {}
     images = {}
+    net, server, args_of = None, None, {}
     for n in names:
         if n in MACHINE_VARIANTS:
             images[n] = machine_disk(n, MACHINE_VARIANTS[n])
+            continue
+        if "net" in VARIANTS[n]:
+            if net is None:
+                net = net_tree()
+                server = netserve.http_server(net[0])
+            images[n] = net[1]
+            args_of[n] = net_args(VARIANTS[n], net[0], server.server_address[1])
             continue
         efi = VARIANTS[n]["efi"]
         if efi not in by_efi:
@@ -577,7 +644,7 @@ def main():
             if n in MACHINE_VARIANTS:
                 r = run_machine_once(n, MACHINE_VARIANTS[n], images[n], index, tb_size)
             else:
-                r = run_once(n, VARIANTS[n], images[n], index, tb_size)
+                r = run_once(n, VARIANTS[n], images[n], index, tb_size, args_of.get(n, ()))
             runs[n].append(r)
             print(f"bench: run {index + 1}/{args.runs} {n}: target {r['target']:.1f} s",
                   flush=True)
@@ -616,6 +683,8 @@ def main():
     for n in names:
         if n in MACHINE_VARIANTS:
             os.unlink(images[n])
+    if server:
+        server.shutdown()
     print(f"\n{out}\n{picture}")
 
 
