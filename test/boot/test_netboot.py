@@ -31,6 +31,11 @@ def grub_cfg():
 echo "NMBL-NET ip=$net_default_ip mac=$net_default_mac server=$net_default_server END"
 echo "NMBL-NET if=$net_default_interface next=$net_efinet0_next_server END"
 echo "NMBL-NET boot_file=$net_efinet0_boot_file root=$root prefix=$prefix END"
+net_bootp
+net_ls_cards
+net_ls_addr
+net_get_dhcp_option mask efinet0 1 hex
+echo "NMBL-NET mask=$mask def_if=$net_default_interface END"
 menuentry 'Install (HTTP)' {{
 	linuxefi (http,{HTTP})/vmlinuz {target} ip=dhcp BOOTIF=01-$net_default_mac inst.repo=http://{HTTP}/repo
 	initrdefi (http,{HTTP})/initrd.img
@@ -110,15 +115,21 @@ def test_pxe_menu_for_this_mac_faults_then_an_installer_by_kexec():
                              clean=True)
             nmbl_id = vm.wait_for(NMBL_BOOT_ID, timeout=BOOT_TIMEOUT, clean=True).group(1)
             net = {}
-            for _ in range(3):
+            for _ in range(4):
                 line = vm.wait_for(NET_LINE, timeout=BOOT_TIMEOUT, clean=True).group(1)
                 net.update(re.findall(r"(\w+)=(\S*)", line))
             assert net == {"ip": "10.0.2.15", "mac": MAC, "server": "10.0.2.2",
                            "if": "efinet0", "next": "10.0.2.2",
                            "boot_file": "nmbl/nmbl-net.efi", "root": "tftp,10.0.2.2",
-                           "prefix": "(tftp,10.0.2.2)nmbl"}, net
+                           "prefix": "(tftp,10.0.2.2)nmbl", "mask": "ffffff00",
+                           "def_if": "efinet0"}, net
             vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
             menu = vm.clean_log()
+            # GRUB's listing of the card, and of its addresses after
+            # net_bootp: the firmware's (efinet0) and DHCP's (efinet0:dhcp).
+            for line in (f"efinet0 {MAC}", f"efinet0 {MAC} 10.0.2.15",
+                         f"efinet0:dhcp {MAC} 10.0.2.15"):
+                assert re.search(rf"^{re.escape(line)}\s*$", menu, re.M), (line, menu[-3000:])
             assert "Install (HTTP)" in menu and "Generic grub.cfg" not in menu, \
                 "the menu is not the one for this machine's MAC"
 
