@@ -1268,6 +1268,7 @@ static void switch_root(struct nmbl_ctx *ctx)
 	/* The environment the kernel gave, without what nmbl set for the
 	 * menu. */
 	(void)unsetenv(CMDPATH_ENV);
+	(void)unsetenv(NET_CARDS_ENV);
 	execl(init, init, (char *)NULL);
 	say("cannot start %s: %m", init);
 }
