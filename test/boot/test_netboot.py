@@ -233,3 +233,25 @@ def test_http_boot_by_url_menu_from_the_server_and_https_checked():
     # and initrd from $root.
     assert Files.requests[:2] == ["/nmbl/nmbl-net.efi", "/nmbl/grub.cfg"], Files.requests
     assert "/vmlinuz" in Files.requests and "/initrd.img" in Files.requests, Files.requests
+
+
+def test_no_link_one_sentence_and_a_menu_without_network():
+    """The cable pulled once the firmware has loaded nmbl: nmbl says so in
+    a sentence within its link wait, the menu comes up all the same (no
+    grub.cfg on the network or the disk: GRUB's prompt, as GRUB gives it),
+    and a file asked of the network gets GRUB's error, not a hang."""
+    tftp, _, image = tree()
+    with VM(image, snapshot=True, log_file=build_path("test", "netboot-nolink.log"), qmp=True,
+            qemu_args=net_args({}, tftp=tftp)) as vm:
+        vm.wait_for("BdsDxe: starting", timeout=BOOT_TIMEOUT, clean=True)
+        vm.qmp().execute("set_link", name="n0", up=False)
+        vm.wait_for(words("nmbl-init: no link on eth0 within 10 s (no cable, or the switch's "
+                          "port is down): the menu starts without network"),
+                    timeout=BOOT_TIMEOUT, clean=True)
+        vm.wait_for("nmbl: no grub.cfg found on any disk", timeout=BOOT_TIMEOUT, clean=True)
+        vm.wait_for("grub> ", timeout=BOOT_TIMEOUT, clean=True)
+        vm.send_raw("cat (tftp,10.0.2.2)/nmbl/grub.cfg\r")
+        vm.wait_for(words("error: `/nmbl/grub.cfg': nmbl has no network (it was not started "
+                          "from the network, or its network did not come up)."),
+                    timeout=60, clean=True)
+        vm.wait_for("grub> ", timeout=60, clean=True)
