@@ -1,6 +1,7 @@
 # nmbl - one entry point for building, testing and demonstrating.
 #
-#   make            libnmbl, the nmbl command and the patched grub-emu
+#   make            libnmbl, the programs (nmbl, nmbl-init, nmbl-console, nmbl-fetch)
+#                   and the patched grub-emu
 #   make uki        the signed nmbl UKI (SIGN_KEY/SIGN_CERT, test key by default)
 #   make check      every test (installs its dependencies first)
 #   make install    libnmbl, nmbl, the dracut module, grub-emu, the units (DESTDIR,
@@ -27,7 +28,7 @@ OVMF_DIR ?= /usr/share/OVMF
 
 # Packages (Debian 12 names) that building and testing need.
 DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automake autopoint \
-	pkg-config python3 patch xz-utils libssl-dev dhcpcd-base ca-certificates libkmod-dev libblkid-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev liblzo2-dev zstd lz4 cpio kmod binutils openssl \
+	pkg-config python3 patch xz-utils libssl-dev libcurl4-openssl-dev dhcpcd-base ca-certificates libkmod-dev libblkid-dev zlib1g-dev liblzma-dev libzstd-dev liblz4-dev libbz2-dev liblzo2-dev zstd lz4 cpio kmod binutils openssl \
 	dracut-core systemd-boot-efi sbsigntool ovmf qemu-system-x86 mtools \
 	dosfstools e2fsprogs btrfs-progs fdisk kexec-tools efitools shellcheck grub-common \
 	grub-efi-amd64-bin rpm osslsigncode mmdebstrap qemu-utils \
@@ -37,7 +38,7 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 	tesseract-ocr
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
-	$(BUILD)/grub-emu
+	$(BUILD)/nmbl-fetch $(BUILD)/grub-emu
 
 .PHONY: all deps check check-inputs bench demo demo-plain uki fuzz clean distclean
 # Objects made on the way are kept: a second make must have nothing to do.

@@ -34,7 +34,7 @@ INSTALLED = $(BINDIR)/nmbl $(BINDIR)/nmbl-key $(LIBDIR)/libnmbl.so.1 $(LIBDIR)/l
 	$(INCLUDEDIR)/libnmbl.h $(PKGCONFIGDIR)/libnmbl.pc \
 	$(MANDIR)/man8/nmbl.8 $(MANDIR)/man8/nmbl-key.8 $(MANDIR)/man8/nmbl-init.8 \
 	$(MANDIR)/man3/libnmbl.3 \
-	$(addprefix $(LIBEXECDIR)/nmbl/,grub-emu nmbl-init nmbl-console mkuki run-dracut) \
+	$(addprefix $(LIBEXECDIR)/nmbl/,grub-emu nmbl-init nmbl-console nmbl-fetch mkuki run-dracut) \
 	$(DATADIR)/nmbl/os-release $(DATADIR)/nmbl/sbat.csv \
 	$(addprefix $(DRACUTDIR)/modules.d/97nmbl/,module-setup.sh grub.cfg mdadm.conf lvm.conf dhcpcd.conf) \
 	$(addprefix $(DRACUTDIR)/modules.d/96nmbl-handover/,module-setup.sh nmbl-handover.sh) \
@@ -79,7 +79,7 @@ install: all
 		nmbl-loader/tools/nmbl-init.8 $(DESTDIR)$(MANDIR)/man8/
 	$(INSTALL) -m 0644 nmbl-loader/libnmbl/libnmbl.3 $(DESTDIR)$(MANDIR)/man3/
 	$(INSTALL) -m 0755 $(BUILD)/grub-emu $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
-		dracut/mkuki dracut/run-dracut $(DESTDIR)$(LIBEXECDIR)/nmbl/
+		$(BUILD)/nmbl-fetch dracut/mkuki dracut/run-dracut $(DESTDIR)$(LIBEXECDIR)/nmbl/
 	$(INSTALL) -m 0644 dracut/os-release dracut/sbat.csv $(DESTDIR)$(DATADIR)/nmbl/
 	$(INSTALL) -m 0755 $(INSTALL_SUBST)/module-setup.sh $(DESTDIR)$(DRACUTDIR)/modules.d/97nmbl/
 	$(INSTALL) -m 0644 $(addprefix $(NMBL_MODULE)/,grub.cfg mdadm.conf lvm.conf dhcpcd.conf) \

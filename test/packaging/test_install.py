@@ -80,7 +80,7 @@ def expected_files():
         f"{d['SYSTEMDUNITDIR']}/nmbl-bless.service": 0o644,
         f"{d['PRESETDIR']}/90-nmbl.preset": 0o644,
     }
-    for prog in ("grub-emu", "nmbl-init", "nmbl-console", "mkuki", "run-dracut"):
+    for prog in ("grub-emu", "nmbl-init", "nmbl-console", "nmbl-fetch", "mkuki", "run-dracut"):
         files[f"{d['LIBEXECDIR']}/nmbl/{prog}"] = 0o755
     if os.path.exists(PLUGIN):
         files[f"{d['KERNELINSTALLDIR']}/95-nmbl.install"] = 0o755
@@ -115,7 +115,7 @@ def test_install_puts_each_file_where_the_directories_say():
             else:
                 assert not os.path.islink(full) and os.stat(full).st_mode & 0o7777 == mode, \
                     (path, oct(os.stat(full).st_mode))
-        for name in ("nmbl", "nmbl-init", "nmbl-console", "grub-emu"):
+        for name in ("nmbl", "nmbl-init", "nmbl-console", "nmbl-fetch", "grub-emu"):
             src = os.path.join(BUILD, name)
             dst = (dest + DIRS["BINDIR"] + "/nmbl" if name == "nmbl"
                    else dest + DIRS["LIBEXECDIR"] + "/nmbl/" + name)
@@ -162,6 +162,13 @@ def test_installed_module_and_unit_name_the_installed_programs():
                      f"inst_binary {DIRS['BINDIR']}/nmbl /usr/bin/nmbl",
                      f"inst_binary {libexec}/nmbl-console /usr/libexec/nmbl/nmbl-console",
                      "inst_simple /m/grub.cfg /usr/share/nmbl/grub/grub.cfg"):
+            assert line in p.stdout.splitlines(), (line, p.stdout)
+        # An image for network boots takes the installed nmbl-fetch.
+        p = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"], "NMBL_NET": "1"})
+        assert p.returncode == 0 and not p.stderr, p
+        for line in (f"inst_binary {libexec}/nmbl-fetch /usr/libexec/nmbl/nmbl-fetch",
+                     "inst_simple /m/dhcpcd.conf /etc/nmbl/dhcpcd.conf"):
             assert line in p.stdout.splitlines(), (line, p.stdout)
         # Only the two lines install rewrites differ from the source.
         with open(os.path.join(TOP, "dracut", "modules.d", "97nmbl", "module-setup.sh")) as f:

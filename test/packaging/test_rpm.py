@@ -177,6 +177,7 @@ def test_rpmbuild_makes_each_package_with_exactly_its_files():
                        "/usr/lib64/pkgconfig/libnmbl.pc", "/usr/share/man/man3/libnmbl.3"},
         "nmbl-dracut": {"/usr/libexec/nmbl", "/usr/libexec/nmbl/grub-emu",
                         "/usr/libexec/nmbl/nmbl-init", "/usr/libexec/nmbl/nmbl-console",
+                        "/usr/libexec/nmbl/nmbl-fetch",
                         "/usr/libexec/nmbl/mkuki", "/usr/libexec/nmbl/run-dracut",
                         "/usr/share/nmbl", "/usr/share/nmbl/os-release", "/usr/share/nmbl/sbat.csv",
                         "/usr/lib/dracut/modules.d/97nmbl",
