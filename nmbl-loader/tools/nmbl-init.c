@@ -678,6 +678,8 @@ static void start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_networ
 	 * the image lacks on purpose otherwise). */
 	r = memfd_create("dhcpcd-said", MFD_CLOEXEC);
 	said = r >= 0 ? fdopen(r, "w+") : NULL;
+	if (!said && r >= 0)
+		close(r);
 	r = spawn(argv, -1, said ? fileno(said) : -1, false);
 	if (r != 0) {
 		char line[256];
