@@ -218,6 +218,13 @@ $(T)/nmbl-contained.efi: $(BUILD)/nmbl-initrd.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT) NMBL_SELFTEST_CONTAINMENT=1)
 TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi $(T)/nmbl-contained.efi
 
+# The network image of the network boot's tests (test/boot/test_netboot.py)
+# that waits 5 s for a DHCP answer, and whose menu has the containment
+# self-test.
+$(T)/nmbl-net-test.efi: $(BUILD)/nmbl-net-initrd.img $(TEST_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT) nmbl.dhcp-timeout=5 NMBL_SELFTEST_CONTAINMENT=1)
+TEST_FIXTURES += $(T)/nmbl-net-test.efi
+
 # The real-system test machine (test/system): Debian 12 from Debian's
 # archive with nmbl installed as its package installs it, GRUB installed and
 # grub.cfg written inside it.  The base system is built once per cache.

@@ -26,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -124,8 +125,26 @@ static const struct denied {
 /* The filter: at most this many instructions (well within BPF_MAXINSNS). */
 #define FILTER_MAX 160
 
-static size_t build_filter(struct sock_filter *f)
+/* The kinds of socket (address families) a contained program may open. */
+struct sockets {
+	size_t n;
+	uint32_t family[5];
+};
+/* The menu speaks to its broker and nothing else: no network, not even
+ * where nmbl was started from the network. */
+static const struct sockets menu_sockets = { 1, { AF_UNIX } };
+/* The helper that fetches for it: over IP (and routing's netlink, which
+ * the C library's resolver asks). */
+static const struct sockets fetcher_sockets = { 4, { AF_UNIX, AF_NETLINK, AF_INET, AF_INET6 } };
+/* A disk tool: local sockets, device events' netlink. */
+static const struct sockets tool_sockets = { 2, { AF_UNIX, AF_NETLINK } };
+/* The DHCP client: IP, and its raw Ethernet socket (AF_PACKET). */
+static const struct sockets dhcp_sockets = { 5, { AF_UNIX, AF_NETLINK, AF_INET, AF_INET6,
+						  AF_PACKET } };
+
+static size_t build_filter(struct sock_filter *f, const struct sockets *sockets)
 {
+	const size_t k = sockets->n;
 	size_t n = 0;
 
 	f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
@@ -143,6 +162,14 @@ static size_t build_filter(struct sock_filter *f)
 	}
 	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
 	f[n++] = RET_ERRNO(ENOSYS);
+
+	/* socket(): the families in SOCKETS, none other. */
+	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, (uint8_t)(k + 3));
+	f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0));
+	for (size_t i = 0; i < k; i++)
+		f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, sockets->family[i], (uint8_t)(k - i), 0);
+	f[n++] = RET_ERRNO(EPERM);
+	f[n++] = STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 
 	f[n++] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
 	f[n++] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0));
@@ -179,13 +206,14 @@ static int drop_capabilities(const unsigned *keep, size_t n)
 }
 
 /* The filter on every thread, for good: no new privileges first. */
-static int install_filter(void)
+static int install_filter(const struct sockets *sockets)
 {
 	struct sock_filter filter[FILTER_MAX];
 	struct sock_fprog prog = { .filter = filter };
 
-	_Static_assert(2 * ELEMENTSOF(denied) + 24 <= FILTER_MAX, "filter");
-	prog.len = (unsigned short)build_filter(filter);
+	_Static_assert(2 * ELEMENTSOF(denied) + 24 + 4 + ELEMENTSOF(sockets->family) <= FILTER_MAX,
+		       "filter");
+	prog.len = (unsigned short)build_filter(filter, sockets);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
 	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
@@ -193,7 +221,7 @@ static int install_filter(void)
 	return 0;
 }
 
-NMBL_EXPORT int nmbl_contain_menu(void)
+static int contain_as_menu(const struct sockets *sockets)
 {
 	gid_t gid = NMBL_MENU_GID;
 	int r = drop_capabilities(NULL, 0);
@@ -209,7 +237,17 @@ NMBL_EXPORT int nmbl_contain_menu(void)
 		return -EPERM;
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -errno;
-	return install_filter();
+	return install_filter(sockets);
+}
+
+NMBL_EXPORT int nmbl_contain_menu(void)
+{
+	return contain_as_menu(&menu_sockets);
+}
+
+NMBL_EXPORT int nmbl_contain_fetcher(void)
+{
+	return contain_as_menu(&fetcher_sockets);
 }
 
 /* What a disk tool keeps of root's powers: setting up md arrays and
@@ -261,8 +299,64 @@ NMBL_EXPORT int nmbl_contain_tool(void)
 	}
 	if (syscall(__NR_capset, &head, data) < 0)
 		return -errno;
-	return install_filter();
+	return install_filter(&tool_sockets);
 }
+
+/* What the DHCP client keeps: bringing a card up, giving it its address
+ * and routes, and its network settings (CAP_NET_ADMIN), its raw sockets
+ * (CAP_NET_RAW), the DHCP client's port for renewals
+ * (CAP_NET_BIND_SERVICE). */
+static const unsigned dhcp_caps[] = { CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE };
+
+NMBL_EXPORT int nmbl_contain_dhcp(void)
+{
+	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	gid_t gid = NMBL_NET_GID;
+	int r;
+
+	/* The firmware's variables out of reach, as for a disk tool. */
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	if (umount2(NMBL_EFIVARS, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return -errno;
+	r = drop_capabilities(dhcp_caps, ELEMENTSOF(dhcp_caps));
+	if (r < 0)
+		return r;
+	/* Not root: no file of root's to write (the image's programs, the
+	 * kernel's settings but the network's), no disk to open.  The
+	 * capabilities kept through the change of user, and through exec as
+	 * ambient ones. */
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
+	    setresuid(NMBL_NET_UID, NMBL_NET_UID, NMBL_NET_UID) < 0)
+		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(dhcp_caps); i++) {
+		data[CAP_TO_INDEX(dhcp_caps[i])].effective |= CAP_TO_MASK(dhcp_caps[i]);
+		data[CAP_TO_INDEX(dhcp_caps[i])].permitted |= CAP_TO_MASK(dhcp_caps[i]);
+		data[CAP_TO_INDEX(dhcp_caps[i])].inheritable |= CAP_TO_MASK(dhcp_caps[i]);
+	}
+	if (syscall(__NR_capset, &head, data) < 0)
+		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(dhcp_caps); i++)
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, dhcp_caps[i], 0, 0) < 0)
+			return -errno;
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+		return -errno;
+	if (setuid(0) == 0 || getuid() != NMBL_NET_UID || geteuid() != NMBL_NET_UID)
+		return -EPERM;
+	return install_filter(&dhcp_sockets);
+}
+
+static const struct {
+	int family;
+	const char *name;
+} probe_sockets[] = {
+	{ AF_INET, "socket(AF_INET)" },
+	{ AF_INET6, "socket(AF_INET6)" },
+	{ AF_PACKET, "socket(AF_PACKET)" },
+};
 
 NMBL_EXPORT int nmbl_contain_probe(void (*report)(void *data, const char *call, int err),
 				   void *data)
@@ -284,5 +378,13 @@ NMBL_EXPORT int nmbl_contain_probe(void (*report)(void *data, const char *call, 
 		       ? errno
 		       : 0);
 	report(data, "ioctl(TIOCSTI)", ioctl(-1, TIOCSTI, "") < 0 ? errno : 0);
-	return (int)ELEMENTSOF(denied) + 2;
+	/* The network, and Ethernet itself. */
+	for (size_t i = 0; i < ELEMENTSOF(probe_sockets); i++) {
+		int fd = socket(probe_sockets[i].family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+		report(data, probe_sockets[i].name, fd < 0 ? errno : 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	return (int)(ELEMENTSOF(denied) + 2 + ELEMENTSOF(probe_sockets));
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * A file from the network, for a network boot: nmbl-fetch (libcurl, in a
- * process of its own, contained as the menu is) writes it into a memory
+ * process of its own, contained as the menu is but for its sockets:
+ * nmbl_contain_fetcher()) writes it into a memory
  * file this side seals once it is whole.  Nothing here parses what the
  * network sent; the helper's progress lines and its one sentence of
  * failure are all that is read back, each bounded.
@@ -110,7 +111,7 @@ static pid_t start_helper(struct nmbl_ctx *ctx, const char *url,
 		_exit(NMBL_FETCH_FAILED);
 	(void)signal(SIGPIPE, SIG_DFL);
 	(void)signal(SIGCHLD, SIG_DFL);
-	if (o->contain && nmbl_contain_menu() < 0) {
+	if (o->contain && nmbl_contain_fetcher() < 0) {
 		dprintf(STDERR_FILENO, "%s: cannot contain the helper that reads it\n", url);
 		_exit(NMBL_FETCH_FAILED);
 	}

@@ -176,8 +176,9 @@ int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name
  * with no capabilities, none to gain (no_new_privs, an empty bounding
  * set), and a seccomp filter that refuses with EPERM the calls listed in
  * nmbl-init(8) (kexec, reboot, mount, modules, keyrings, BPF, ptrace,
- * perf, namespaces, io_uring, ...) and kills a call made through another
- * architecture's entry.  It reads the disks (nmbl's init makes their
+ * perf, namespaces, io_uring, ...) and every socket but a local one
+ * (AF_UNIX: no network, even on a network boot), and kills a call made
+ * through another architecture's entry.  It reads the disks (nmbl's init makes their
  * nodes readable to its group), and asks nmbl's init, the broker, for
  * whatever needs root, one request per SOCK_SEQPACKET datagram on the
  * socket whose descriptor NMBL_BROKER_FD_ENV names.  Each request is
@@ -240,6 +241,9 @@ int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name
 #define NMBL_MENU_GID 65533
 #define NMBL_MENU_USER "nmbl-menu"
 int nmbl_contain_menu(void);
+/* The same for the helper that fetches a network boot's files for the
+ * broker (nmbl_fetch()), but for its sockets: IP's and netlink's too. */
+int nmbl_contain_fetcher(void);
 /*
  * For a distribution's tool that nmbl's init runs as root on what the
  * disks hold, before the menu (mdadm, LVM's tool: a /boot on md RAID or
@@ -249,10 +253,24 @@ int nmbl_contain_menu(void);
  * seccomp filter (no kexec, reboot, module, mount, keyring, BPF, ptrace,
  * namespace, ...), and a mount namespace without the firmware's
  * variables, where what would have the kernel run a program of the
- * tool's choosing (/proc/sys, /sys/kernel, /sys/module) is read-only: a
- * disk that takes such a tool over gets less than root.
+ * tool's choosing (/proc/sys, /sys/kernel, /sys/module) is read-only; no
+ * socket but local and netlink ones: a disk that takes such a tool over
+ * gets less than root.
  */
 int nmbl_contain_tool(void);
+/*
+ * For the DHCP client that nmbl's init runs on a network boot (dhcpcd,
+ * which parses what the network sends), between fork and exec: user and
+ * group NMBL_NET_UID/NMBL_NET_GID ("nmbl-net"), not root, keeping only
+ * CAP_NET_ADMIN, CAP_NET_RAW and CAP_NET_BIND_SERVICE (ambient, so that
+ * they outlive exec; none to gain), the menu's filter but with IP,
+ * netlink and raw Ethernet sockets, and a mount namespace without the
+ * firmware's variables.  Where it keeps its lease and its run-time files
+ * must be that user's.
+ */
+#define NMBL_NET_UID 65532
+#define NMBL_NET_GID 65532
+int nmbl_contain_dhcp(void);
 /* For tests of the filter, from inside the contained process: each denied
  * call tried with arguments that would do nothing, and REPORT given its
  * name and errno (0: the call went through).  The number of calls tried. */
@@ -260,7 +278,7 @@ int nmbl_contain_probe(void (*report)(void *data, const char *call, int err), vo
 
 /*
  * A network boot's files.  nmbl_fetch() reads URL (tftp://, http://,
- * https://) with the helper nmbl-fetch (libcurl; contained as the menu is
+ * https://) with the helper nmbl-fetch (libcurl; nmbl_contain_fetcher()
  * when OPTIONS says so) into a sealed memory file, *RET_FD, at its start.
  * OPTIONS (NULL: the defaults) bounds it: at most MAX_SIZE bytes,
  * TIMEOUT_S seconds in all, STALL_S seconds without a byte; HTTPS trusts
@@ -662,6 +680,15 @@ struct nmbl_network_boot *nmbl_network_boot_free(struct nmbl_network_boot *boot)
 /* The network interface ("eth0") of the card with address MAC, malloc'ed;
  * -ENODEV while the kernel shows none. */
 int nmbl_find_network_interface(struct nmbl_ctx *ctx, const unsigned char mac[6], char **ret);
+/* The machine's Ethernet cards as Linux shows them (bus devices: not lo,
+ * bridges, VLANs, tunnels), in the order of their names: *RET (free()) of
+ * *RET_N, none when there are none. */
+struct nmbl_network_card {
+	char ifname[16];
+	unsigned char mac[6];
+};
+int nmbl_list_network_cards(struct nmbl_ctx *ctx, struct nmbl_network_card **ret,
+			    size_t *ret_n);
 /*
  * Encode an active load option that starts FILE ('/' or '\\' separated,
  * written as the firmware opens it: '\\' separated from the root, "." and

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nmbl-private.h"
 
@@ -93,4 +94,87 @@ NMBL_EXPORT int nmbl_find_network_interface(struct nmbl_ctx *ctx, const unsigned
 	}
 	closedir(d);
 	return r;
+}
+
+static int compare_cards(const void *a, const void *b)
+{
+	return strcmp(((const struct nmbl_network_card *)a)->ifname,
+		      ((const struct nmbl_network_card *)b)->ifname);
+}
+
+/* A card's address as /sys/class/net/IF/address writes it, "52:54:00:…". */
+static bool parse_mac(const char *text, unsigned char mac[6])
+{
+	unsigned v[6];
+	char end;
+
+	if (sscanf(text, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+		   &end) != 6)
+		return false;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (unsigned char)v[i];
+	return true;
+}
+
+NMBL_EXPORT int nmbl_list_network_cards(struct nmbl_ctx *ctx, struct nmbl_network_card **ret,
+					size_t *ret_n)
+{
+	_cleanup_free_ char *dir = NULL;
+	struct nmbl_network_card *cards = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (!ctx || !ret || !ret_n)
+		return -EINVAL;
+	dir = nmbl_path(ctx, "/sys/class/net");
+	if (!dir)
+		return -ENOMEM;
+	d = opendir(dir);
+	if (!d && errno != ENOENT)
+		return -errno;
+	while (d && (de = readdir(d))) {
+		_cleanup_free_ char *base = NULL, *device = NULL;
+		char type[16], address[64];
+		struct nmbl_network_card *more;
+		struct stat st;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(cards->ifname))
+			continue;
+		/* A card of the machine's (a bus device below it: not lo, a
+		 * bridge, a VLAN or a tunnel), speaking Ethernet (ARPHRD_ETHER). */
+		if (asprintf(&base, "/sys/class/net/%s/device", de->d_name) < 0)
+			continue;
+		device = nmbl_path(ctx, base);
+		if (!device || stat(device, &st) < 0)
+			continue;
+		free(base);
+		base = NULL;
+		if (asprintf(&base, "/sys/class/net/%s/type", de->d_name) < 0 ||
+		    nmbl_read_small(ctx, base, type, sizeof(type)) < 0 || strcmp(type, "1") != 0)
+			continue;
+		free(base);
+		base = NULL;
+		if (asprintf(&base, "/sys/class/net/%s/address", de->d_name) < 0 ||
+		    nmbl_read_small(ctx, base, address, sizeof(address)) < 0)
+			continue;
+		more = realloc(cards, (n + 1) * sizeof(*cards));
+		if (!more) {
+			free(cards);
+			closedir(d);
+			return -ENOMEM;
+		}
+		cards = more;
+		memset(&cards[n], 0, sizeof(cards[n]));
+		strcpy(cards[n].ifname, de->d_name);
+		if (parse_mac(address, cards[n].mac))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(cards, n, sizeof(*cards), compare_cards);
+	*ret = cards;
+	*ret_n = n;
+	return 0;
 }

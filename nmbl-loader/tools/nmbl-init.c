@@ -114,6 +114,7 @@ static const char *const volume_run_dirs[] = { "/run/mdadm", "/run/lvm", "/run/l
 #define DHCPCD "/usr/sbin/dhcpcd"
 #define DHCPCD_CONF "/etc/nmbl/dhcpcd.conf"
 #define DHCPCD_LEASES "/var/lib/dhcpcd"
+#define DHCPCD_RUN "/run/dhcpcd"
 #define NET_DIR RUN_DIR "/net"
 #define NET_CARDS NET_DIR "/cards"
 #define NET_CARDS_ENV "NMBL_NET_CARDS"
@@ -329,14 +330,11 @@ static long long now_ms(void)
 
 /* Until the ESP is there, taking the uevents as they come; the menu
  * reads grub.cfg from it.  Other disks may come later, as on firmware. */
-static void wait_for_esp(struct nmbl_ctx *ctx, int fd)
+static void wait_for_esp(struct nmbl_ctx *ctx, const char *link, int fd)
 {
-	_cleanup_free_ char *link = esp_link(ctx);
 	long long deadline = now_ms() + ESP_WAIT_SECONDS * 1000LL;
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
-	if (!link)
-		return;
 	while (access(link, F_OK) < 0) {
 		long long left = deadline - now_ms();
 
@@ -418,24 +416,23 @@ static bool shell_allowed(struct nmbl_ctx *ctx)
 	return param && (strcmp(param, "nmbl.shell") == 0 || strcmp(param, "nmbl.shell=1") == 0);
 }
 
-/* nmbl.watchdog=SECONDS on nmbl's command line, 0 for none;
- * *RET_EXPLICIT whether it is there. */
-static unsigned watchdog_seconds(struct nmbl_ctx *ctx, bool *ret_explicit)
+/* NAME=SECONDS on nmbl's command line, DEFAULT_S when it is not there or
+ * no number (which is said); *RET_EXPLICIT whether it is there. */
+static unsigned seconds_param(struct nmbl_ctx *ctx, const char *name, unsigned default_s,
+			      bool *ret_explicit)
 {
-	_cleanup_free_ char *value = kernel_param(ctx, "nmbl.watchdog", false);
+	_cleanup_free_ char *value = kernel_param(ctx, name, false);
 	unsigned long seconds;
 	char *end;
 
-	*ret_explicit = false;
+	*ret_explicit = value != NULL;
 	if (!value)
-		return WATCHDOG_DEFAULT_S;
-	*ret_explicit = true;
+		return default_s;
 	errno = 0;
 	seconds = strtoul(value, &end, 10);
 	if (errno || end == value || *end || value[0] == '-' || seconds > INT_MAX) {
-		say("nmbl.watchdog=%s is no number of seconds: %d it is", value,
-		    WATCHDOG_DEFAULT_S);
-		return WATCHDOG_DEFAULT_S;
+		say("%s=%s is no number of seconds: %u it is", name, value, default_s);
+		return default_s;
 	}
 	return (unsigned)seconds;
 }
@@ -447,7 +444,7 @@ static void arm_watchdog(struct nmbl_ctx *ctx)
 {
 	_cleanup_free_ char *identity = NULL;
 	bool explicit;
-	unsigned seconds = watchdog_seconds(ctx, &explicit);
+	unsigned seconds = seconds_param(ctx, "nmbl.watchdog", WATCHDOG_DEFAULT_S, &explicit);
 	char fd_text[16];
 	int fd, r;
 
@@ -487,17 +484,21 @@ static void disarm_watchdog(void)
 }
 
 /* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
- * adopts orphans), its standard output on OUT_FD when that is not -1.  Its
- * exit status, 128 + signal, or -errno. */
-static int spawn(char *const argv[], int out_fd, int err_fd, bool contained)
+ * adopts orphans), its standard output on OUT_FD when that is not -1,
+ * contained by CONTAIN when that is not NULL, and ended after SECONDS
+ * when that is not 0 (-ETIMEDOUT).  Its exit status, 128 + signal, or
+ * -errno. */
+static int spawn_until(char *const argv[], int out_fd, int err_fd, int (*contain)(void),
+		       unsigned seconds)
 {
 	pid_t pid = fork();
+	bool ended = false;
 	int status;
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		int r = contained ? nmbl_contain_tool() : 0;
+		int r = contain ? contain() : 0;
 
 		if (r < 0) {
 			fprintf(stderr, "nmbl-init: cannot contain %s: %s\n", argv[0], strerror(-r));
@@ -512,6 +513,25 @@ static int spawn(char *const argv[], int out_fd, int err_fd, bool contained)
 		fprintf(stderr, "nmbl-init: cannot run %s: %m\n", argv[0]);
 		_exit(127);
 	}
+	/* Its end, or its deadline (a kernel without pidfds: no deadline). */
+	if (seconds) {
+		long long deadline = now_ms() + seconds * 1000LL;
+		struct pollfd p = { .fd = (int)syscall(SYS_pidfd_open, pid, 0), .events = POLLIN };
+
+		while (p.fd >= 0) {
+			long long left = deadline - now_ms();
+			int n = left > 0 ? poll(&p, 1, (int)left) : 0;
+
+			if (n == 0) {
+				(void)kill(pid, SIGKILL);
+				ended = true;
+			}
+			if (n >= 0 || errno != EINTR)
+				break;
+		}
+		if (p.fd >= 0)
+			close(p.fd);
+	}
 	for (;;) {
 		pid_t w = wait(&status);
 
@@ -522,19 +542,26 @@ static int spawn(char *const argv[], int out_fd, int err_fd, bool contained)
 		if (w == pid)
 			break;
 	}
+	if (ended)
+		return -ETIMEDOUT;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int spawn(char *const argv[], int out_fd, int err_fd, int (*contain)(void))
+{
+	return spawn_until(argv, out_fd, err_fd, contain, 0);
 }
 
 static int run(char *const argv[], int out_fd)
 {
-	return spawn(argv, out_fd, -1, false);
+	return spawn(argv, out_fd, -1, NULL);
 }
 
 /* A distribution's tool that reads what the disks hold, as a disk that
  * took it over would have it: contained (nmbl_contain_tool()). */
 static int run_tool(char *const argv[], int out_fd)
 {
-	return spawn(argv, out_fd, -1, true);
+	return spawn(argv, out_fd, -1, nmbl_contain_tool);
 }
 
 /* The card BOOT names, once its driver has made it (uevents on FD),
@@ -556,64 +583,178 @@ static char *wait_for_card(struct nmbl_ctx *ctx, int fd, const struct nmbl_netwo
 	return ifname;
 }
 
-/* IFNAME up, and its link: -ENOLINK after LINK_SECONDS without one (no
- * cable, a switch port that is down), with a sentence. */
-static int link_up(const char *ifname)
+/* IFNAME up (its driver starts it; the link comes by itself). */
+static int card_up(const char *ifname)
 {
-	long long deadline = now_ms() + LINK_SECONDS * 1000LL;
 	struct ifreq ifr = { 0 };
-	char path[128], carrier[4] = "";
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int r = 0;
 
 	if (fd < 0)
 		return -errno;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ||
 	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)) {
-		int r = -errno;
-
-		close(fd);
+		r = -errno;
 		say("cannot bring %s up: %s", ifname, strerror(-r));
-		return r;
 	}
 	close(fd);
-	snprintf(path, sizeof(path), "/sys/class/net/%s/carrier", ifname);
-	for (;;) {
-		FILE *f = fopen(path, "re");
+	return r;
+}
 
-		if (f) {
-			if (!fgets(carrier, sizeof(carrier), f))
-				carrier[0] = '\0';
-			fclose(f);
-		}
-		if (carrier[0] == '1')
-			return 0;
+static bool has_link(const char *ifname)
+{
+	char path[128], carrier[4] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/carrier", ifname);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (!fgets(carrier, sizeof(carrier), f))
+		carrier[0] = '\0';
+	fclose(f);
+	return carrier[0] == '1';
+}
+
+/* What is left to try when a card failed: the machine's other cards, or
+ * nothing. */
+static const char *then_what(bool others)
+{
+	return others ? ": trying the other cards" : ": the menu starts without network";
+}
+
+/* IFNAME up, and its link: -ENOLINK after LINK_SECONDS without one (no
+ * cable, a switch port that is down), with a sentence. */
+static int link_up(const char *ifname, bool others)
+{
+	long long deadline = now_ms() + LINK_SECONDS * 1000LL;
+	int r = card_up(ifname);
+
+	if (r < 0)
+		return r;
+	while (!has_link(ifname)) {
 		if (now_ms() > deadline) {
-			say("no link on %s within %d s (no cable, or the switch's port is down): "
-			    "the menu starts without network", ifname, LINK_SECONDS);
+			say("no link on %s within %d s (no cable, or the switch's port is down)%s",
+			    ifname, LINK_SECONDS, then_what(others));
 			return -ENOLINK;
 		}
 		usleep(50 * 1000);
 	}
+	return 0;
 }
 
-/* What DHCP gave IFNAME, in a file the menu reads, and the menu's list of
- * cards naming it.  0, or -errno. */
-static int write_cards(const char *ifname, const struct nmbl_network_boot *boot)
+/* Where dhcpcd keeps its lease and its run-time files (its pid file, its
+ * control socket): its user's (nmbl_contain_dhcp()). */
+static int dhcp_dirs(void)
 {
-	char lease[128], ack[128];
+	static const char *const dirs[] = { DHCPCD_LEASES, DHCPCD_RUN };
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		if (mkdir(dirs[i], 0750) < 0 && errno != EEXIST)
+			return -errno;
+		if (chown(dirs[i], NMBL_NET_UID, NMBL_NET_GID) < 0 || chmod(dirs[i], 0750) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* DHCP on IFNAME (dhcpcd, over IP version IPV), at most SECONDS: 0 when it
+ * answered (dhcpcd keeps the answer); otherwise what dhcpcd said, and a
+ * sentence.  dhcpcd, which parses what the network sends, runs contained
+ * (nmbl_contain_dhcp()); in the foreground its own --timeout does not
+ * apply, so it is ended after SECONDS. */
+static int ask_dhcp(const char *ifname, unsigned ipv, unsigned seconds, bool others)
+{
+	char ipflag[4], waitip[16];
+	char *argv[] = { DHCPCD, "--config", DHCPCD_CONF, "--oneshot", "--nobackground",
+			 "--quiet", "--nolink", "--vendorclassid=" PXE_VENDOR_CLASS, ipflag, waitip,
+			 (char *)ifname, NULL };
+	FILE *said;
+	int r;
+
+	snprintf(ipflag, sizeof(ipflag), "-%u", ipv == 6 ? 6 : 4);
+	snprintf(waitip, sizeof(waitip), "--waitip=%u", ipv == 6 ? 6 : 4);
+	r = dhcp_dirs();
+	if (r < 0) {
+		say("cannot make dhcpcd's directories: %s", strerror(-r));
+		return r;
+	}
+	/* What dhcpcd says is said when it failed (its complaints of what
+	 * the image lacks on purpose otherwise). */
+	r = memfd_create("dhcpcd-said", MFD_CLOEXEC);
+	said = r >= 0 ? fdopen(r, "w+") : NULL;
+	if (!said && r >= 0)
+		close(r);
+	r = spawn_until(argv, -1, said ? fileno(said) : -1, nmbl_contain_dhcp, seconds);
+	if (r == -ETIMEDOUT) {
+		say("no DHCP answer on %s within %u s%s", ifname, seconds, then_what(others));
+	} else if (r != 0) {
+		char line[256];
+
+		if (said) {
+			rewind(said);
+			for (int n = 0; n < 8 && fgets(line, sizeof(line), said); n++)
+				say("dhcpcd: %s", strtok(line, "\n") ? line : "");
+		}
+		say("no DHCP answer on %s (dhcpcd %s %d)%s", ifname, r < 0 ? "error" : "status", r,
+		    then_what(others));
+	}
+	if (said)
+		fclose(said);
+	return r;
+}
+
+/* The other cards (CARDS[FIRST..N-1]) up, then DHCP on those with a link,
+ * in turn, until one answers: its index, or N. */
+static size_t try_other_cards(const struct nmbl_network_card *cards, size_t first, size_t n,
+			      unsigned ipv, unsigned seconds)
+{
+	long long deadline = now_ms() + LINK_SECONDS * 1000LL;
+	bool all;
+
+	for (size_t i = first; i < n; i++)
+		(void)card_up(cards[i].ifname);
+	do {
+		all = true;
+		for (size_t i = first; i < n; i++)
+			all = all && has_link(cards[i].ifname);
+		if (!all)
+			usleep(50 * 1000);
+	} while (!all && now_ms() < deadline);
+	for (size_t i = first; i < n; i++) {
+		if (!has_link(cards[i].ifname)) {
+			say("no link on %s either", cards[i].ifname);
+			continue;
+		}
+		if (ask_dhcp(cards[i].ifname, ipv, seconds, i + 1 < n) == 0)
+			return i;
+	}
+	return n;
+}
+
+/* The menu's list of cards, CARDS[0..N-1] (the one the firmware booted
+ * from first, when BOOT_FIRST: efinet0, with its VLAN and URL), and
+ * what DHCP gave CARDS[ANSWERED] (none when ANSWERED is N), in a file the
+ * menu reads.  0, or -errno. */
+static int write_cards(const struct nmbl_network_card *cards, size_t n, size_t answered,
+		       const struct nmbl_network_boot *boot, bool boot_first)
+{
+	char lease[128], ack[128] = "-";
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
 	FILE *in, *out;
 	int r = 0;
 
-	snprintf(lease, sizeof(lease), DHCPCD_LEASES "/%s.lease", ifname);
-	snprintf(ack, sizeof(ack), NET_DIR "/%s.dhcp", ifname);
 	(void)mkdir(RUN_DIR, 0755);
 	if (mkdir(NET_DIR, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	in = fopen(lease, "re");
-	if (in) {
+	if (answered < n) {
+		snprintf(lease, sizeof(lease), DHCPCD_LEASES "/%s.lease", cards[answered].ifname);
+		snprintf(ack, sizeof(ack), NET_DIR "/%s.dhcp", cards[answered].ifname);
+		in = fopen(lease, "re");
+		if (!in)
+			return -errno;
 		data = malloc(4096);
 		len = data ? fread(data, 1, 4096, in) : 0;
 		fclose(in);
@@ -622,17 +763,23 @@ static int write_cards(const char *ifname, const struct nmbl_network_boot *boot)
 			r = -EIO;
 		if (out && fclose(out) != 0)
 			r = -EIO;
+		if (r < 0)
+			return r;
 	}
 	out = fopen(NET_CARDS, "we");
 	if (!out)
 		return -errno;
-	fprintf(out, "%02x:%02x:%02x:%02x:%02x:%02x %s ", boot->mac[0], boot->mac[1], boot->mac[2],
-		boot->mac[3], boot->mac[4], boot->mac[5], len && r == 0 ? ack : "-");
-	if (boot->vlan >= 0)
-		fprintf(out, "%d ", boot->vlan);
-	else
-		fputs("- ", out);
-	fprintf(out, "%s\n", boot->uri ? boot->uri : "-");
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *m = cards[i].mac;
+
+		fprintf(out, "%02x:%02x:%02x:%02x:%02x:%02x %s ", m[0], m[1], m[2], m[3], m[4],
+			m[5], i == answered ? ack : "-");
+		if (i == 0 && boot_first && boot->vlan >= 0)
+			fprintf(out, "%d ", boot->vlan);
+		else
+			fputs("- ", out);
+		fprintf(out, "%s\n", i == 0 && boot_first && boot->uri ? boot->uri : "-");
+	}
 	if (fclose(out) != 0)
 		return -EIO;
 	return r;
@@ -640,18 +787,18 @@ static int write_cards(const char *ifname, const struct nmbl_network_boot *boot)
 
 /*
  * nmbl was started from the network: the card it came from up, DHCP
- * asked (dhcpcd, which keeps the answer), and the menu told.  The menu
- * comes in any case; without a network it finds no grub.cfg there and
- * says so.
+ * asked (dhcpcd, which keeps the answer); when that card has no link or
+ * no answer, the machine's other cards, in turn; and the menu told of
+ * them all.  The menu comes in any case; without a network it finds no
+ * grub.cfg there and says so.
  */
 static void start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_network_boot *boot)
 {
-	char ipv[4] = "-4", waitip[16] = "--waitip=4", timeout[16];
-	char *argv[] = { DHCPCD, "--config", DHCPCD_CONF, "--oneshot", "--nobackground",
-			 "--quiet", "--nolink", "--timeout", timeout,
-			 "--vendorclassid=" PXE_VENDOR_CLASS, ipv, waitip, NULL, NULL };
-	_cleanup_free_ char *ifname = NULL;
-	FILE *said;
+	_cleanup_free_ struct nmbl_network_card *cards = NULL;
+	_cleanup_free_ char *boot_if = NULL;
+	size_t n = 0, answered;
+	bool boot_first = false, explicit;
+	unsigned seconds = seconds_param(ctx, "nmbl.dhcp-timeout", DHCP_SECONDS, &explicit);
 	int r;
 
 	if (access(DHCPCD, X_OK) < 0) {
@@ -659,51 +806,46 @@ static void start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_networ
 		    "network boots has)");
 		return;
 	}
-	ifname = wait_for_card(ctx, fd, boot);
-	if (!ifname) {
+	/* dhcpcd's 0 would wait for ever. */
+	if (!seconds)
+		seconds = 1;
+	boot_if = wait_for_card(ctx, fd, boot);
+	if (!boot_if)
 		say("started from the network card %02x:%02x:%02x:%02x:%02x:%02x, which Linux "
 		    "does not show (no driver for it in this image?)", boot->mac[0], boot->mac[1],
 		    boot->mac[2], boot->mac[3], boot->mac[4], boot->mac[5]);
-		return;
-	}
-	if (link_up(ifname) < 0)
-		return;
-	if (boot->ip_version == 6) {
-		strcpy(ipv, "-6");
-		strcpy(waitip, "--waitip=6");
-	}
-	snprintf(timeout, sizeof(timeout), "%d", DHCP_SECONDS);
-	argv[ELEMENTSOF(argv) - 2] = ifname;
-	/* What dhcpcd says is said when it failed (its complaints of what
-	 * the image lacks on purpose otherwise). */
-	r = memfd_create("dhcpcd-said", MFD_CLOEXEC);
-	said = r >= 0 ? fdopen(r, "w+") : NULL;
-	if (!said && r >= 0)
-		close(r);
-	r = spawn(argv, -1, said ? fileno(said) : -1, false);
-	if (r != 0) {
-		char line[256];
+	r = nmbl_list_network_cards(ctx, &cards, &n);
+	if (r < 0)
+		say("cannot list the network cards: %s", strerror(-r));
+	/* The card the firmware booted from first: GRUB's efinet0. */
+	for (size_t i = 0; boot_if && i < n && !boot_first; i++) {
+		if (strcmp(cards[i].ifname, boot_if) == 0) {
+			struct nmbl_network_card card = cards[i];
 
-		if (said) {
-			rewind(said);
-			for (int n = 0; n < 8 && fgets(line, sizeof(line), said); n++)
-				say("dhcpcd: %s", strtok(line, "\n") ? line : "");
+			memmove(&cards[1], &cards[0], i * sizeof(*cards));
+			cards[0] = card;
+			boot_first = true;
 		}
-		say("no DHCP answer on %s within %d s (dhcpcd %s %d): the menu starts without "
-		    "network", ifname, DHCP_SECONDS, r < 0 ? "error" : "status", r);
 	}
-	if (said)
-		fclose(said);
-	if (r != 0)
+	answered = n;
+	if (boot_first && link_up(boot_if, n > 1) == 0 &&
+	    ask_dhcp(boot_if, boot->ip_version, seconds, n > 1) == 0)
+		answered = 0;
+	if (answered == n && n > (size_t)boot_first)
+		answered = try_other_cards(cards, boot_first, n, boot->ip_version, seconds);
+	if (answered == n) {
+		if (n > 1)
+			say("no card got a DHCP answer: the menu starts without network");
 		return;
-	r = write_cards(ifname, boot);
+	}
+	r = write_cards(cards, n, answered, boot, boot_first);
 	if (r < 0) {
 		say("cannot give the menu what DHCP answered: %s", strerror(-r));
 		return;
 	}
 	setenv(NET_CARDS_ENV, NET_CARDS, 1);
 	network_up = true;
-	say("network: %s is up (DHCP), at %.3f s", ifname, since_boot());
+	say("network: %s is up (DHCP), at %.3f s", cards[answered].ifname, since_boot());
 }
 
 /* What nmbl status says, each line as "nmbl: LINE". */
@@ -1279,6 +1421,7 @@ int main(int argc, char **argv)
 {
 	struct nmbl_ctx *ctx = NULL;
 	struct nmbl_network_boot *net = NULL;
+	char *link;
 	double modules_at, esp_at;
 	pid_t follower;
 	bool shell;
@@ -1312,14 +1455,17 @@ int main(int argc, char **argv)
 	/* As soon as its driver is there. */
 	arm_watchdog(ctx);
 	mount_firmware_fs(ctx);
-	/* Started from the network, there is no ESP to wait for. */
-	if (nmbl_get_network_boot(ctx, &net) < 0)
+	/* Started from a disk's partition, or else perhaps from the network,
+	 * where there is no ESP to wait for. */
+	link = esp_link(ctx);
+	if (!link && nmbl_get_network_boot(ctx, &net) < 0)
 		net = NULL;
-	if (fd >= 0 && !net) {
-		wait_for_esp(ctx, fd);
+	if (fd >= 0 && link) {
+		wait_for_esp(ctx, link, fd);
 		/* What came while the ESP's disk was found: keyboards, more disks. */
 		drain_uevents(ctx, fd);
 	}
+	free(link);
 	if (net)
 		start_network(ctx, fd, net);
 	net = nmbl_network_boot_free(net);

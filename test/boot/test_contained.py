@@ -36,7 +36,8 @@ MUST_DENY = ("kexec_file_load", "kexec_load", "reboot", "mount", "umount2", "ini
              "finit_module", "delete_module", "keyctl", "add_key", "request_key", "bpf",
              "ptrace", "perf_event_open", "process_vm_readv", "unshare", "setns",
              "io_uring_setup", "open_by_handle_at", "pivot_root", "chroot", "swapon",
-             "iopl", "clone(CLONE_NEWUSER)", "ioctl(TIOCSTI)")
+             "iopl", "clone(CLONE_NEWUSER)", "ioctl(TIOCSTI)", "socket(AF_INET)",
+             "socket(AF_INET6)", "socket(AF_PACKET)")
 CALL = re.compile(r"^nmbl-contained: ([^\s:]+) (\S+)\s*$", re.M)
 STATUS = re.compile(r"^nmbl-contained: (\w+):\s*(.*?)\s*$", re.M)
 ESCAPEES_LEFT = r"nmbl-escapee: (\d+) left from before"

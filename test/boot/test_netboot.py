@@ -17,7 +17,7 @@ import subprocess
 from fixture import (BOOT_TIMEOUT, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL, TARGET_UP, VM,
                      back_to_the_menu, build_path, choose, mkdisk, words)
 from netserve import HTTP, MAC, STALL_AFTER, Files, http_server, net_args
-from vm import KEY_ESC
+from vm import KEY_ENTER, KEY_ESC
 
 # What the per-MAC grub.cfg echoes of GRUB's network variables, in short
 # lines (no terminal wraps them).
@@ -255,3 +255,74 @@ def test_no_link_one_sentence_and_a_menu_without_network():
                           "from the network, or its network did not come up)."),
                     timeout=60, clean=True)
         vm.wait_for("grub> ", timeout=60, clean=True)
+
+
+# The machine's second card, on a network of its own (QEMU's user network
+# again, restrict=on, the same TFTP files).
+MAC2 = "52:54:00:12:34:57"
+# The socket families the menu must not get (libnmbl's probe).
+NET_SOCKETS = ("socket(AF_INET)", "socket(AF_INET6)", "socket(AF_PACKET)")
+CONTAINED = re.compile(r"^nmbl-contained: (socket\(\w+\)) (\S+)\s*$", re.M)
+
+
+def second_card_cfg():
+    """The menu for the second card's MAC: GRUB's variables, its cards, a
+    grub.cfg that loops over configfile."""
+    return """set timeout=60
+echo "NMBL-NET if=$net_default_interface mac=$net_default_mac ip=$net_default_ip END"
+net_ls_cards
+menuentry 'Loop over configfile' {
+	configfile (tftp)/nmbl/loop.cfg
+}
+"""
+
+
+def test_no_dhcp_answer_another_card_contained_menu_and_a_configfile_loop():
+    """The card the firmware booted from gets no DHCP answer once nmbl runs
+    (QEMU holds back all it sends): nmbl says so within its DHCP wait (5 s,
+    nmbl.dhcp-timeout= on this test image's signed command line) and asks
+    on the machine's other card, which answers; the menu is the one for
+    that card's MAC, that card GRUB's default interface (efinet1, after
+    the firmware's efinet0).  A grub.cfg that loads itself over configfile
+    ends with GRUB's error and the menu back.  The menu, on a machine
+    whose network is up, can open no socket to it (its self-test; then
+    it is killed by its filter and comes back)."""
+    tftp, _, image = tree()
+    with open(os.path.join(tftp, "nmbl", "grub.cfg-01-" + MAC2.replace(":", "-")), "w") as f:
+        f.write(second_card_cfg())
+    with open(os.path.join(tftp, "nmbl", "loop.cfg"), "w") as f:
+        f.write("configfile (tftp)/nmbl/loop.cfg\n")
+    shutil.copy(build_path("test", "nmbl-net-test.efi"), os.path.join(tftp, "nmbl", "nmbl-net-test.efi"))
+    second = [ "-netdev", f"user,id=n1,restrict=on,tftp={tftp},bootfile=nmbl/nmbl-net-test.efi",
+              "-device", f"virtio-net-pci,netdev=n1,mac={MAC2},romfile="]
+    with VM(image, snapshot=True, log_file=build_path("test", "netboot-nodhcp.log"), qmp=True,
+            qemu_args=net_args({}, tftp=tftp, bootfile="nmbl/nmbl-net-test.efi") + second) as vm:
+        vm.wait_for("BdsDxe: starting", timeout=BOOT_TIMEOUT, clean=True)
+        # Whatever the first card sends from now on is held for an hour.
+        vm.qmp().execute("object-add", **{"qom-type": "filter-buffer", "id": "hold",
+                                          "netdev": "n0", "interval": 3600 * 1000 * 1000})
+        vm.wait_for(words("nmbl-init: no DHCP answer on eth0 within 5 s: "
+                          "trying the other cards"), timeout=BOOT_TIMEOUT, clean=True)
+        vm.wait_for(r"nmbl-init: network: eth1 is up \(DHCP\)", timeout=BOOT_TIMEOUT,
+                    clean=True)
+        net = dict(re.findall(r"(\w+)=(\S*)", vm.wait_for(NET_LINE, timeout=BOOT_TIMEOUT,
+                                                         clean=True).group(1)))
+        assert net == {"if": "efinet1", "mac": MAC2, "ip": "10.0.2.15"}, net
+        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT)
+        menu = vm.clean_log()
+        for line in (f"efinet0 {MAC}", f"efinet1 {MAC2}"):
+            assert re.search(rf"^{re.escape(line)}\s*$", menu, re.M), (line, menu[-3000:])
+
+        choose(vm, 0)
+        vm.wait_for(words("error: maximum recursion depth exceeded."), timeout=BOOT_TIMEOUT,
+                    clean=True)
+        back_to_the_menu(vm)
+
+        vm.send("c")
+        vm.wait_for(r"grub>", timeout=60, clean=True)
+        vm.send("nmbl_selftest_containment" + KEY_ENTER)
+        vm.wait_for(r"nmbl-contained: x32", timeout=60, clean=True)
+        vm.wait_for(r"ended by signal 31", timeout=60, clean=True)
+        vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT, clean=True)
+        calls = dict(CONTAINED.findall(vm.clean_log()))
+    assert {c: calls.get(c) for c in NET_SOCKETS} == {c: "EPERM" for c in NET_SOCKETS}, calls

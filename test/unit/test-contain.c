@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +66,10 @@ static void run_contained(void (*fn)(void), char *buf, size_t size, int *ret_sta
 	run_in(nmbl_contain_menu, fn, buf, size, ret_status);
 }
 
+/* A file of root's (as the image's programs, a disk's node are), when a
+ * test names one. */
+static const char *roots_file;
+
 static void probe(void)
 {
 	char line[256];
@@ -73,10 +79,18 @@ static void probe(void)
 	f = fopen("/proc/self/status", "re");
 	while (f && fgets(line, sizeof(line), f))
 		if (!strncmp(line, "Cap", 3) || !strncmp(line, "Seccomp:", 8) ||
-		    !strncmp(line, "NoNewPrivs:", 11) || !strncmp(line, "Uid:", 4))
+		    !strncmp(line, "NoNewPrivs:", 11) || !strncmp(line, "Uid:", 4) ||
+		    !strncmp(line, "Gid:", 4))
 			fputs(line, out);
 	if (f)
 		fclose(f);
+	if (roots_file) {
+		int fd = open(roots_file, O_WRONLY | O_CLOEXEC);
+
+		fprintf(out, "write: root's file %d\n", fd < 0 ? errno : 0);
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
 /* Every call the probe tried, in BUF, was refused with EPERM. */
@@ -173,6 +187,77 @@ static void test_disk_tools_keep_only_what_sets_up_volumes(void)
 	CHECK(strstr(buf, "write: /proc/sys/kernel/hostname "));
 }
 
+/* The socket families a contained process got (0) or was refused (EPERM),
+ * as the probe reported them in BUF. */
+static int socket_errno(const char *buf, const char *family)
+{
+	char want[64];
+	const char *p;
+
+	snprintf(want, sizeof(want), "socket(%s) ", family);
+	p = strstr(buf, want);
+	return p ? atoi(p + strlen(want)) : -1;
+}
+
+/* The menu may open no socket to the network, on a network boot either;
+ * the helper that fetches for it may (IP), but no raw Ethernet. */
+static void test_menu_gets_no_network_its_fetcher_ip_only(void)
+{
+	static char buf[16384];
+	int status;
+
+	run_contained(probe, buf, sizeof(buf), &status);
+	CHECK_INT(socket_errno(buf, "AF_INET"), EPERM);
+	CHECK_INT(socket_errno(buf, "AF_INET6"), EPERM);
+	CHECK_INT(socket_errno(buf, "AF_PACKET"), EPERM);
+	run_in(nmbl_contain_fetcher, probe, buf, sizeof(buf), &status);
+	CHECK(WIFEXITED(status));
+	CHECK(strstr(buf, "contain 0\n"));
+	CHECK_INT(socket_errno(buf, "AF_INET"), 0);
+	CHECK_INT(socket_errno(buf, "AF_PACKET"), EPERM);
+	CHECK(strstr(buf, "CapEff:\t0000000000000000\n"));
+	CHECK(strstr(buf, "kexec_file_load 1\n"));
+}
+
+/* dhcpcd: not root, the network's capabilities only, kept through exec
+ * (ambient: NET_BIND_SERVICE 10, NET_ADMIN 12, NET_RAW 13), IP and raw
+ * Ethernet sockets, the rest of the filter. */
+static void test_dhcp_client_keeps_only_the_networks_powers(void)
+{
+	static char buf[16384];
+	char expect[64];
+	int status;
+
+	/* Root's file, which anyone may read, in a directory anyone may
+	 * enter: only being root would let one write it. */
+	fixture_text("/roots", "");
+	roots_file = fixture_path("/roots");
+	CHECK_INT(chmod(fixture_root(), 0755), 0);
+	CHECK_INT(chmod(roots_file, 0644), 0);
+	run_in(nmbl_contain_dhcp, probe, buf, sizeof(buf), &status);
+	roots_file = NULL;
+	CHECK(WIFEXITED(status));
+	CHECK(strstr(buf, "contain 0\n"));
+	snprintf(expect, sizeof(expect), "Uid:\t%d\t%d\t%d\t%d\n", NMBL_NET_UID, NMBL_NET_UID,
+		 NMBL_NET_UID, NMBL_NET_UID);
+	CHECK(strstr(buf, expect));
+	snprintf(expect, sizeof(expect), "Gid:\t%d\t%d\t%d\t%d\n", NMBL_NET_GID, NMBL_NET_GID,
+		 NMBL_NET_GID, NMBL_NET_GID);
+	CHECK(strstr(buf, expect));
+	for (const char *cap = "CapPrm:CapEff:CapBnd:CapAmb:CapInh:"; *cap; cap += 7) {
+		snprintf(expect, sizeof(expect), "%.7s\t0000000000003400\n", cap);
+		CHECK(strstr(buf, expect));
+	}
+	CHECK(strstr(buf, "NoNewPrivs:\t1\n"));
+	CHECK_INT(socket_errno(buf, "AF_INET"), 0);
+	CHECK_INT(socket_errno(buf, "AF_INET6"), 0);
+	CHECK_INT(socket_errno(buf, "AF_PACKET"), 0);
+	CHECK(strstr(buf, "kexec_file_load 1\n"));
+	CHECK(strstr(buf, "mount 1\n"));
+	CHECK(strstr(buf, "ptrace 1\n"));
+	CHECK(strstr(buf, "write: root's file 13\n"));
+}
+
 static void x32_call(void)
 {
 #ifdef __x86_64__
@@ -200,6 +285,8 @@ int main(void)
 		test_denied_calls_get_eperm_without_capabilities,
 		test_another_architectures_entry_kills,
 		test_disk_tools_keep_only_what_sets_up_volumes,
+		test_menu_gets_no_network_its_fetcher_ip_only,
+		test_dhcp_client_keeps_only_the_networks_powers,
 		NULL,
 	};
 

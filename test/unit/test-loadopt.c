@@ -350,6 +350,69 @@ static void test_boot_current_from_efivarfs(void)
 	CHECK(opt == NULL);
 }
 
+/* What nmbl-init asks at its start: started from the network, and from
+ * which card (the option BootCurrent names, no LoaderDevicePartUUID);
+ * which interface that card is, and the machine's other cards. */
+static void test_network_boot_and_cards(void)
+{
+	static const char uuid[] = "E5B0E5B0-1111-4222-8333-E5B0E5B0E5B0";
+	unsigned char partuuid[4 + 2 * sizeof(uuid)] = { 7 };
+	struct nmbl_network_boot *boot = NULL, *other = NULL;
+	struct nmbl_network_card *cards = NULL;
+	unsigned char var[4 + 512];
+	char *ifname = NULL;
+	size_t len, n = 9;
+
+	memcpy(var, "\x07\0\0\0", 4);
+	len = network_option(var + 4, true, false, "http://10.0.2.100/nmbl/nmbl-net.efi");
+	fixture_write(NMBL_EFIVARS "Boot000C" GLOBAL, var, 4 + len);
+	fixture_write(NMBL_EFIVARS "BootCurrent" GLOBAL, "\x06\0\0\0\x0c\x00", 6);
+	CHECK_INT(nmbl_get_network_boot(ctx, &boot), 0);
+	CHECK(boot && memcmp(boot->mac, "\x52\x54\x00\x12\x34\x56", 6) == 0);
+	CHECK(boot && boot->ip_version == 4 && boot->vlan == 5);
+	CHECK_STR(boot ? boot->uri : NULL, "http://10.0.2.100/nmbl/nmbl-net.efi");
+	/* Started from a disk's partition: no network boot. */
+	for (size_t i = 0; i < sizeof(uuid); i++)
+		partuuid[4 + 2 * i] = (unsigned char)uuid[i];
+	fixture_write(NMBL_EFIVARS "LoaderDevicePartUUID-" NMBL_LOADER_GUID, partuuid,
+		      sizeof(partuuid));
+	CHECK_INT(nmbl_get_network_boot(ctx, &other), -ENOENT);
+	remove(fixture_path(NMBL_EFIVARS "LoaderDevicePartUUID-" NMBL_LOADER_GUID));
+
+	/* Cards: two of the machine's, in the order of their names; not lo,
+	 * a VLAN's interface (the same address), nor an InfiniBand card. */
+	CHECK_INT(nmbl_list_network_cards(ctx, &cards, &n), 0);
+	CHECK_INT(n, 0);
+	free(cards);
+	fixture_text("/sys/class/net/lo/type", "772\n");
+	fixture_text("/sys/class/net/lo/address", "00:00:00:00:00:00\n");
+	fixture_text("/sys/class/net/eth1/device/vendor", "0x1af4\n");
+	fixture_text("/sys/class/net/eth1/type", "1\n");
+	fixture_text("/sys/class/net/eth1/address", "52:54:00:12:34:57\n");
+	fixture_text("/sys/class/net/eth0/device/vendor", "0x1af4\n");
+	fixture_text("/sys/class/net/eth0/type", "1\n");
+	fixture_text("/sys/class/net/eth0/address", "52:54:00:12:34:56\n");
+	fixture_text("/sys/class/net/eth0.5/type", "1\n");
+	fixture_text("/sys/class/net/eth0.5/address", "52:54:00:12:34:56\n");
+	fixture_text("/sys/class/net/ib0/device/vendor", "0x15b3\n");
+	fixture_text("/sys/class/net/ib0/type", "32\n");
+	fixture_text("/sys/class/net/ib0/address", "80:00:02:08:fe:80:00:00:00:00:00:00\n");
+	CHECK_INT(nmbl_list_network_cards(ctx, &cards, &n), 0);
+	CHECK_INT(n, 2);
+	if (n == 2) {
+		CHECK_STR(cards[0].ifname, "eth0");
+		CHECK_STR(cards[1].ifname, "eth1");
+		CHECK(memcmp(cards[1].mac, "\x52\x54\x00\x12\x34\x57", 6) == 0);
+	}
+	free(cards);
+	CHECK_INT(nmbl_find_network_interface(ctx, boot ? boot->mac : NULL, &ifname), 0);
+	CHECK_STR(ifname, "eth0");
+	free(ifname);
+	CHECK_INT(nmbl_list_network_cards(ctx, NULL, &n), -EINVAL);
+	CHECK(other == NULL);
+	boot = nmbl_network_boot_free(boot);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -361,6 +424,7 @@ int main(void)
 		test_parse_refuses_malformed_options,
 		test_utf16_conversions,
 		test_boot_current_from_efivarfs,
+		test_network_boot_and_cards,
 		NULL,
 	};
 

@@ -101,10 +101,12 @@ install() {
         inst_binary "$(command -v lvm)" /usr/sbin/lvm
         inst_simple "$moddir/lvm.conf" /etc/lvm/lvm.conf
     fi
-    # A network boot's tools: the DHCP client (dhcpcd, with its own
-    # unprivileged user, which it drops to), nmbl-fetch (libcurl: TFTP,
-    # HTTP, HTTPS) and the certificates HTTPS servers are checked against,
-    # signed with the rest of the image.
+    # A network boot's tools: the DHCP client (dhcpcd, which nmbl-init
+    # runs as a user of its own with the network's capabilities only; no
+    # dhcpcd user in the image, so that dhcpcd does not start its own
+    # privilege separation), nmbl-fetch (libcurl: TFTP, HTTP, HTTPS) and
+    # the certificates HTTPS servers are checked against, signed with the
+    # rest of the image.
     if [ "${NMBL_NET:-}" = 1 ]; then
         local fetch=${NMBL_FETCH:-$libexecdir/nmbl-fetch}
         inst_binary "$fetch" /usr/libexec/nmbl/nmbl-fetch
