@@ -219,11 +219,30 @@ $(T)/nmbl-contained.efi: $(BUILD)/nmbl-initrd.img $(TEST_MKUKI_DEPS)
 TEST_FIXTURES += $(T)/nmbl-watchdog.efi $(T)/nmbl-stall.efi $(T)/nmbl-noinit.efi $(T)/nmbl-contained.efi
 
 # The network image of the network boot's tests (test/boot/test_netboot.py)
-# that waits 5 s for a DHCP answer, and whose menu has the containment
-# self-test.
-$(T)/nmbl-net-test.efi: $(BUILD)/nmbl-net-initrd.img $(TEST_MKUKI_DEPS)
+# that waits 5 s for a DHCP answer, whose menu has the containment
+# self-test, and which trusts a certificate authority of the tests' beside
+# the distribution's: the one that signed the tests' HTTPS server's
+# certificate (for 10.0.2.100, the address the VM reaches it at).
+$(T)/https-ca.pem:
+	@mkdir -p $(@D)
+	openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=nmbl tests' CA" \
+		-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+		-keyout $(T)/https-ca.key -out $@ 2>/dev/null
+$(T)/https-server.pem: $(T)/https-ca.pem
+	openssl req -newkey rsa:2048 -nodes -subj /CN=10.0.2.100 -keyout $@.key -out $@.csr 2>/dev/null
+	printf 'subjectAltName=IP:10.0.2.100\nextendedKeyUsage=serverAuth\n' >$@.ext
+	openssl x509 -req -in $@.csr -CA $< -CAkey $(T)/https-ca.key -CAcreateserial -days 3650 \
+		-extfile $@.ext -out $@.crt 2>/dev/null
+	cat $@.key $@.crt >$@
+	rm -f $@.key $@.csr $@.ext $@.crt
+$(T)/ca-bundle.crt: $(T)/https-ca.pem
+	cat /etc/ssl/certs/ca-certificates.crt $< >$@
+$(T)/nmbl-net-test-initrd.img: $(NMBL_DRACUT_DEPS) $(BUILD)/nmbl-fetch $(T)/ca-bundle.crt
+	NMBL_NET=1 NMBL_FETCH=$(abspath $(BUILD)/nmbl-fetch) NMBL_CA_FILE=$(abspath $(T)/ca-bundle.crt) \
+		$(NMBL_DRACUT) $@ $(NMBL_MODULE) -- --modules "nmbl" --compress $(NMBL_COMPRESS)
+$(T)/nmbl-net-test.efi: $(T)/nmbl-net-test-initrd.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT) nmbl.dhcp-timeout=5 NMBL_SELFTEST_CONTAINMENT=1)
-TEST_FIXTURES += $(T)/nmbl-net-test.efi
+TEST_FIXTURES += $(T)/nmbl-net-test.efi $(T)/https-server.pem
 
 # The real-system test machine (test/system): Debian 12 from Debian's
 # archive with nmbl installed as its package installs it, GRUB installed and

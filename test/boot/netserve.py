@@ -84,6 +84,14 @@ def http_server(www, tls=None):
     return server
 
 
+def forwards(ports):
+    """A user network's options that map each port of 10.0.2.100 in PORTS
+    to a server of the test's on 127.0.0.1 (relay.py)."""
+    return "".join(f",guestfwd=tcp:{HTTP}:{guest}-cmd:{sys.executable} "
+                   f"{os.path.join(HERE, 'relay.py')} {port}"
+                   for guest, port in ports.items())
+
+
 def net_args(ports, tftp=None, bootfile="nmbl/nmbl-net.efi"):
     """QEMU's arguments for a machine that boots from its network card
     (first in the boot order), on QEMU's own network with restrict=on:
@@ -91,10 +99,7 @@ def net_args(ports, tftp=None, bootfile="nmbl/nmbl-net.efi"):
     10.0.2.100 (HTTP) to a server of the test's on 127.0.0.1 (relay.py).
     A URL for BOOTFILE makes the firmware HTTP-boot (its PXE options off,
     so that no PXE attempt fails first: a minute each under TCG)."""
-    forwards = "".join(f",guestfwd=tcp:{HTTP}:{guest}-cmd:{sys.executable} "
-                       f"{os.path.join(HERE, 'relay.py')} {port}"
-                       for guest, port in ports.items())
-    netdev = f"user,id=n0,restrict=on,bootfile={bootfile}{forwards}"
+    netdev = f"user,id=n0,restrict=on,bootfile={bootfile}{forwards(ports)}"
     firmware = []
     if tftp:
         netdev += f",tftp={tftp}"

@@ -8,6 +8,7 @@ Nothing leaves the VM process: QEMU's user network with restrict=on, its
 built-in TFTP and DHCP, and an HTTP server of the test on 127.0.0.1 reached
 through guestfwd (relay.py) at 10.0.2.100:80."""
 
+import contextlib
 import functools
 import os
 import re
@@ -16,7 +17,7 @@ import subprocess
 
 from fixture import (BOOT_TIMEOUT, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL, TARGET_UP, VM,
                      back_to_the_menu, build_path, choose, mkdisk, words)
-from netserve import HTTP, MAC, STALL_AFTER, Files, http_server, net_args
+from netserve import HTTP, MAC, STALL_AFTER, Files, forwards, http_server, net_args
 from vm import KEY_ENTER, KEY_ESC
 
 # What the per-MAC grub.cfg echoes of GRUB's network variables, in short
@@ -92,6 +93,15 @@ def self_signed():
                     "-subj", f"/CN={HTTP}", "-addext", f"subjectAltName=IP:{HTTP}",
                     "-keyout", path, "-out", path], check=True, capture_output=True)
     return path
+
+
+@contextlib.contextmanager
+def tls_shut(server):
+    """SERVER, shut down at the end."""
+    try:
+        yield server
+    finally:
+        server.shutdown()
 
 
 def netboot_vm(name, image, ports, tftp=None, bootfile="nmbl/nmbl-net.efi"):
@@ -267,17 +277,22 @@ CONTAINED = re.compile(r"^nmbl-contained: (socket\(\w+\)) (\S+)\s*$", re.M)
 
 def second_card_cfg():
     """The menu for the second card's MAC: GRUB's variables, its cards, a
-    grub.cfg that loops over configfile."""
-    return """set timeout=60
+    grub.cfg that loops over configfile, a target over HTTPS."""
+    target = f"root=UUID={ROOT_UUID} ro console=ttyS0,115200 nmbl.entry=https"
+    return f"""set timeout=60
 echo "NMBL-NET if=$net_default_interface mac=$net_default_mac ip=$net_default_ip END"
 net_ls_cards
-menuentry 'Loop over configfile' {
+menuentry 'Loop over configfile' {{
 	configfile (tftp)/nmbl/loop.cfg
-}
+}}
+menuentry 'Target (HTTPS)' {{
+	linux (https,{HTTP})/vmlinuz {target}
+	initrd (https,{HTTP})/initrd.img
+}}
 """
 
 
-def test_no_dhcp_answer_another_card_contained_menu_and_a_configfile_loop():
+def test_no_dhcp_answer_another_card_contained_menu_a_configfile_loop_https():
     """The card the firmware booted from gets no DHCP answer once nmbl runs
     (QEMU holds back all it sends): nmbl says so within its DHCP wait (5 s,
     nmbl.dhcp-timeout= on this test image's signed command line) and asks
@@ -286,17 +301,24 @@ def test_no_dhcp_answer_another_card_contained_menu_and_a_configfile_loop():
     the firmware's efinet0).  A grub.cfg that loads itself over configfile
     ends with GRUB's error and the menu back.  The menu, on a machine
     whose network is up, can open no socket to it (its self-test; then
-    it is killed by its filter and comes back)."""
-    tftp, _, image = tree()
+    it is killed by its filter and comes back).  Then the target boots by
+    kexec from an HTTPS server whose certificate an authority in the
+    image signed (this test image's, test/test.mk)."""
+    tftp, www, image = tree()
     with open(os.path.join(tftp, "nmbl", "grub.cfg-01-" + MAC2.replace(":", "-")), "w") as f:
         f.write(second_card_cfg())
     with open(os.path.join(tftp, "nmbl", "loop.cfg"), "w") as f:
         f.write("configfile (tftp)/nmbl/loop.cfg\n")
     shutil.copy(build_path("test", "nmbl-net-test.efi"), os.path.join(tftp, "nmbl", "nmbl-net-test.efi"))
-    second = [ "-netdev", f"user,id=n1,restrict=on,tftp={tftp},bootfile=nmbl/nmbl-net-test.efi",
+    Files.requests = []
+    tls = http_server(www, tls=build_path("test", "https-server.pem"))
+    second = ["-netdev", f"user,id=n1,restrict=on,tftp={tftp},bootfile=nmbl/nmbl-net-test.efi"
+              + forwards({443: tls.server_address[1]}),
               "-device", f"virtio-net-pci,netdev=n1,mac={MAC2},romfile="]
-    with VM(image, snapshot=True, log_file=build_path("test", "netboot-nodhcp.log"), qmp=True,
-            qemu_args=net_args({}, tftp=tftp, bootfile="nmbl/nmbl-net-test.efi") + second) as vm:
+    with tls_shut(tls), VM(image, snapshot=True, log_file=build_path("test", "netboot-nodhcp.log"),
+                           qmp=True, qemu_args=net_args({}, tftp=tftp,
+                                                        bootfile="nmbl/nmbl-net-test.efi")
+                           + second) as vm:
         vm.wait_for("BdsDxe: starting", timeout=BOOT_TIMEOUT, clean=True)
         # Whatever the first card sends from now on is held for an hour.
         vm.qmp().execute("object-add", **{"qom-type": "filter-buffer", "id": "hold",
@@ -325,4 +347,15 @@ def test_no_dhcp_answer_another_card_contained_menu_and_a_configfile_loop():
         vm.wait_for(r"ended by signal 31", timeout=60, clean=True)
         vm.wait_for(MENU_READY, timeout=BOOT_TIMEOUT, clean=True)
         calls = dict(CONTAINED.findall(vm.clean_log()))
+
+        choose(vm, 1)
+        vm.wait_for(words(f"Booting by kexec (https,{HTTP})/vmlinuz: its kernel came from "
+                          "the network."), timeout=BOOT_TIMEOUT, clean=True)
+        target = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
+        vm.wait_for(TARGET_KERNEL, timeout=60)
+        vm.wait_exit(timeout=60)
     assert {c: calls.get(c) for c in NET_SOCKETS} == {c: "EPERM" for c in NET_SOCKETS}, calls
+    want = (f"BOOT_IMAGE=(https,{HTTP})/vmlinuz root=UUID={ROOT_UUID} ro console=ttyS0,115200 "
+            "nmbl.entry=https")
+    assert target.group(2) == want, f"target's cmdline\n  {target.group(2)!r}\nexpected\n  {want!r}"
+    assert Files.requests == ["/vmlinuz", "/initrd.img"], Files.requests

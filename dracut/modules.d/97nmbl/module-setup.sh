@@ -112,7 +112,8 @@ install() {
         inst_binary "$fetch" /usr/libexec/nmbl/nmbl-fetch
         inst_binary "$(command -v dhcpcd)" /usr/sbin/dhcpcd
         inst_simple "$moddir/dhcpcd.conf" /etc/nmbl/dhcpcd.conf
-        inst_simple /etc/ssl/certs/ca-certificates.crt /usr/share/nmbl/ca-certificates.crt
+        inst_simple "${NMBL_CA_FILE:-/etc/ssl/certs/ca-certificates.crt}" \
+            /usr/share/nmbl/ca-certificates.crt
         inst_dir /var/lib/dhcpcd
         inst_dir /usr/lib/dhcpcd
     fi
