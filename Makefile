@@ -40,7 +40,7 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/nmbl-fetch $(BUILD)/grub-emu
 
-.PHONY: all deps check check-inputs bench demo demo-plain uki fuzz clean distclean
+.PHONY: all deps check check-inputs bench demo demo-plain uki net-uki fuzz clean distclean
 # Objects made on the way are kept: a second make must have nothing to do.
 .SECONDARY:
 

@@ -79,3 +79,4 @@ $(BUILD)/nmbl-net.efi: $(BUILD)/nmbl-net-initrd.img $(NMBL_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT)$(NMBL_DEBUG_CMDLINE))
 
 uki: $(BUILD)/nmbl.efi
+net-uki: $(BUILD)/nmbl-net.efi

@@ -109,9 +109,15 @@ install-uki: $(BUILD)/nmbl.efi
 	$(INSTALL) -d $(DESTDIR)$(UKIDIR)/$(KVER_OF)
 	$(INSTALL) -m 0644 $(BUILD)/nmbl.efi $(DESTDIR)$(UKIDIR)/$(KVER_OF)/nmbl.efi
 
+# The signed UKI for network boots beside it: a file for a TFTP or HTTP
+# server to serve (nmbl-init(8)).
+install-net-uki: $(BUILD)/nmbl-net.efi
+	$(INSTALL) -d $(DESTDIR)$(UKIDIR)/$(KVER_OF)
+	$(INSTALL) -m 0644 $(BUILD)/nmbl-net.efi $(DESTDIR)$(UKIDIR)/$(KVER_OF)/nmbl-net.efi
+
 uninstall-uki:
 	@test -f $(BUILD)/kernel/kver || { echo "$(BUILD) has built no UKI" >&2; exit 1; }
-	rm -f $(DESTDIR)$(UKIDIR)/$(KVER_OF)/nmbl.efi
+	rm -f $(DESTDIR)$(UKIDIR)/$(KVER_OF)/nmbl.efi $(DESTDIR)$(UKIDIR)/$(KVER_OF)/nmbl-net.efi
 	for d in $(DESTDIR)$(UKIDIR)/$(KVER_OF) $(DESTDIR)$(UKIDIR); do \
 		[ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d"; \
 	done

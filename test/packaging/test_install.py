@@ -280,14 +280,16 @@ def test_pkg_config_builds_a_program_that_runs_with_the_installed_library():
 
 
 def test_install_uki_puts_the_signed_uki_under_its_kernel_version():
+    """The disk boots' UKI, and the network boots' beside it."""
     with tempfile.TemporaryDirectory(dir=BUILD) as dest:
-        make("install-uki", f"DESTDIR={dest}", f"UKIDIR={DIRS['UKIDIR']}")
+        make("install-uki", "install-net-uki", f"DESTDIR={dest}", f"UKIDIR={DIRS['UKIDIR']}")
         with open(os.path.join(BUILD, "kernel", "kver")) as f:
             kver = f.read().strip()
-        uki = f"{DIRS['UKIDIR']}/{kver}/nmbl.efi"
-        assert installed(dest) == {uki}, installed(dest)
-        with open(os.path.join(BUILD, "nmbl.efi"), "rb") as a, open(dest + uki, "rb") as b:
-            assert a.read() == b.read()
-        assert os.stat(dest + uki).st_mode & 0o7777 == 0o644
+        ukis = {f"{DIRS['UKIDIR']}/{kver}/{name}": name for name in ("nmbl.efi", "nmbl-net.efi")}
+        assert installed(dest) == set(ukis), installed(dest)
+        for uki, name in ukis.items():
+            with open(os.path.join(BUILD, name), "rb") as a, open(dest + uki, "rb") as b:
+                assert a.read() == b.read(), uki
+            assert os.stat(dest + uki).st_mode & 0o7777 == 0o644
         make("uninstall-uki", f"DESTDIR={dest}", f"UKIDIR={DIRS['UKIDIR']}")
         assert installed(dest) == set() and not os.path.exists(dest + DIRS["UKIDIR"]), installed(dest)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""specs/nmbl.spec: it parses, rpmbuild makes its four packages from
+"""specs/nmbl.spec: it parses, rpmbuild makes its five packages from
 "make dist" and the GRUB tarball (the UKI around this build's kernel,
 signed with the test key), each package holds exactly its files, the
 scriptlets call the slot tool as agreed and never fail a transaction, and
@@ -21,7 +21,7 @@ from test_kernel_install import PLUGIN, TEST_KERNEL, assert_offered, machine, nm
 SPEC = os.path.join(TOP, "specs", "nmbl.spec")
 UKI_SPEC = os.path.join(TOP, "specs", "kernel-uki-nmbl.spec")
 TOPDIR = os.path.join(BUILD, "rpm")
-PACKAGES = ("nmbl", "nmbl-devel", "nmbl-dracut", "nmbl-uki")
+PACKAGES = ("nmbl", "nmbl-devel", "nmbl-dracut", "nmbl-uki", "nmbl-net-uki")
 # Neither the caller's make flags nor nmbl's build variables reach rpmbuild,
 # as on a build server.
 CLEAN_ENV = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
@@ -128,6 +128,7 @@ def test_spec_parses_and_agrees_with_the_makefile():
     assert not p.stderr, p.stderr
     assert "SIGN_KEY= SIGN_CERT=" in p.stdout
     assert "\nPESIGN build/nmbl.efi build/nmbl.efi.signed\n" in p.stdout
+    assert "\nPESIGN build/nmbl-net.efi build/nmbl-net.efi.signed\n" in p.stdout
     for macro in ("POST", "PREUN", "POSTUN"):
         assert f"\nSYSTEMD_{macro} nmbl-bless.service\n" in p.stdout, macro
     # Kernel-core's own vmlinuz of the kernel named, in the buildroot.
@@ -190,6 +191,7 @@ def test_rpmbuild_makes_each_package_with_exactly_its_files():
         # Debian's kernel hooks are not Fedora's: kernel-install runs the
         # plugin there.
         "nmbl-uki": {"/usr/lib/nmbl", f"/usr/lib/nmbl/{k}", f"/usr/lib/nmbl/{k}/nmbl.efi"},
+        "nmbl-net-uki": {"/usr/lib/nmbl", f"/usr/lib/nmbl/{k}", f"/usr/lib/nmbl/{k}/nmbl-net.efi"},
     }
     for name, rpm in rpms.items():
         got = files_of(rpm)
@@ -293,6 +295,12 @@ def test_packages_install_into_a_scratch_root_and_erase():
         assert info["type"] == "uki" and info["signed"] is True, info
         assert info["version"].startswith(kver() + " "), info["version"]
         run("sbverify", "--cert", os.path.join(TOP, make_var("SIGN_CERT")), uki)
+        # The network boots' UKI beside it, signed as well, with what a
+        # network boot needs inside.
+        net = f"{root}/usr/lib/nmbl/{kver()}/nmbl-net.efi"
+        run("sbverify", "--cert", os.path.join(TOP, make_var("SIGN_CERT")), net)
+        info = json.loads(run(os.path.join(BUILD, "nmbl"), "inspect", "--json", net).stdout)
+        assert info["type"] == "uki" and info["version"].startswith(kver() + " "), info
         run("rpm", "--root", root, "--nodeps", "--noscripts", "-e", *PACKAGES)
         left = [os.path.join(t, n) for t, _, names in os.walk(root) for n in names]
         # Only rpm's own database is left.

@@ -112,8 +112,17 @@ install() {
         inst_binary "$fetch" /usr/libexec/nmbl/nmbl-fetch
         inst_binary "$(command -v dhcpcd)" /usr/sbin/dhcpcd
         inst_simple "$moddir/dhcpcd.conf" /etc/nmbl/dhcpcd.conf
-        inst_simple "${NMBL_CA_FILE:-/etc/ssl/certs/ca-certificates.crt}" \
-            /usr/share/nmbl/ca-certificates.crt
+        local ca=${NMBL_CA_FILE:-} bundle
+        # The distribution's bundle: Debian's, Fedora's and RHEL's, SUSE's.
+        for bundle in /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt \
+            /etc/ssl/ca-bundle.pem; do
+            [ -n "$ca" ] || [ ! -f "$bundle" ] || ca=$bundle
+        done
+        if [ -z "$ca" ]; then
+            derror "nmbl: no certificate authorities for HTTPS (NMBL_CA_FILE names them)"
+            return 1
+        fi
+        inst_simple "$ca" /usr/share/nmbl/ca-certificates.crt
         inst_dir /var/lib/dhcpcd
         inst_dir /usr/lib/dhcpcd
     fi
