@@ -659,22 +659,19 @@ static int dhcp_dirs(void)
 	return 0;
 }
 
-/* DHCP on IFNAME (dhcpcd, over IP version IPV), at most SECONDS: 0 when it
+/* DHCP on IFNAME (dhcpcd, over IPv4), at most SECONDS: 0 when it
  * answered (dhcpcd keeps the answer); otherwise what dhcpcd said, and a
  * sentence.  dhcpcd, which parses what the network sends, runs contained
  * (nmbl_contain_dhcp()); in the foreground its own --timeout does not
  * apply, so it is ended after SECONDS. */
-static int ask_dhcp(const char *ifname, unsigned ipv, unsigned seconds, bool others)
+static int ask_dhcp(const char *ifname, unsigned seconds, bool others)
 {
-	char ipflag[4], waitip[16];
 	char *argv[] = { DHCPCD, "--config", DHCPCD_CONF, "--oneshot", "--nobackground",
-			 "--quiet", "--nolink", "--vendorclassid=" PXE_VENDOR_CLASS, ipflag, waitip,
-			 (char *)ifname, NULL };
+			 "--quiet", "--nolink", "--vendorclassid=" PXE_VENDOR_CLASS, "-4",
+			 "--waitip=4", (char *)ifname, NULL };
 	FILE *said;
 	int r;
 
-	snprintf(ipflag, sizeof(ipflag), "-%u", ipv == 6 ? 6 : 4);
-	snprintf(waitip, sizeof(waitip), "--waitip=%u", ipv == 6 ? 6 : 4);
 	r = dhcp_dirs();
 	if (r < 0) {
 		say("cannot make dhcpcd's directories: %s", strerror(-r));
@@ -708,7 +705,7 @@ static int ask_dhcp(const char *ifname, unsigned ipv, unsigned seconds, bool oth
 /* The other cards (CARDS[FIRST..N-1]) up, then DHCP on those with a link,
  * in turn, until one answers: its index, or N. */
 static size_t try_other_cards(const struct nmbl_network_card *cards, size_t first, size_t n,
-			      unsigned ipv, unsigned seconds)
+			      unsigned seconds)
 {
 	long long deadline = now_ms() + LINK_SECONDS * 1000LL;
 	bool all;
@@ -727,7 +724,7 @@ static size_t try_other_cards(const struct nmbl_network_card *cards, size_t firs
 			say("no link on %s either", cards[i].ifname);
 			continue;
 		}
-		if (ask_dhcp(cards[i].ifname, ipv, seconds, i + 1 < n) == 0)
+		if (ask_dhcp(cards[i].ifname, seconds, i + 1 < n) == 0)
 			return i;
 	}
 	return n;
@@ -806,9 +803,16 @@ static void start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_networ
 		    "network boots has)");
 		return;
 	}
-	/* dhcpcd's 0 would wait for ever. */
 	if (!seconds)
 		seconds = 1;
+	/* What the firmware did that nmbl does not do yet: said, and DHCP
+	 * asked over IPv4, untagged, all the same. */
+	if (boot->ip_version == 6)
+		say("the firmware booted over IPv6, which nmbl's network does not do yet: "
+		    "asking DHCP over IPv4");
+	if (boot->vlan >= 0)
+		say("the firmware booted on VLAN %d, which nmbl does not set up yet: asking DHCP "
+		    "untagged", boot->vlan);
 	boot_if = wait_for_card(ctx, fd, boot);
 	if (!boot_if)
 		say("started from the network card %02x:%02x:%02x:%02x:%02x:%02x, which Linux "
@@ -829,10 +833,10 @@ static void start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_networ
 	}
 	answered = n;
 	if (boot_first && link_up(boot_if, n > 1) == 0 &&
-	    ask_dhcp(boot_if, boot->ip_version, seconds, n > 1) == 0)
+	    ask_dhcp(boot_if, seconds, n > 1) == 0)
 		answered = 0;
 	if (answered == n && n > (size_t)boot_first)
-		answered = try_other_cards(cards, boot_first, n, boot->ip_version, seconds);
+		answered = try_other_cards(cards, boot_first, n, seconds);
 	if (answered == n) {
 		if (n > 1)
 			say("no card got a DHCP answer: the menu starts without network");
