@@ -35,7 +35,7 @@ DEPS = build-essential gawk bison flex gettext autoconf autoconf-archive automak
 	virtinst libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients \
 	parted lzop mdadm lvm2 fonts-unifont swtpm swtpm-tools tpm2-tools \
 	cryptsetup-bin libtss2-esys-3.0.2-0 libtss2-rc0 libtss2-mu0 libtss2-tcti-device0 \
-	tesseract-ocr
+	tesseract-ocr python3-pyte
 
 all: $(BUILD)/libnmbl.a $(BUILD)/libnmbl.so.1 $(BUILD)/nmbl $(BUILD)/nmbl-init $(BUILD)/nmbl-console \
 	$(BUILD)/nmbl-fetch $(BUILD)/grub-emu
@@ -68,12 +68,15 @@ CHECK_JOBS ?= $(shell nproc)
 # What a whole run leaves under $(BUILD): about 15 GiB (disk images, saved
 # machines, the base systems).
 CHECK_DISK_MIB ?= 16384
+# The tests' interpreter: Debian's, which has the python3-* packages DEPS
+# installs (one found earlier in PATH, a virtual environment's, may not).
+TEST_PYTHON ?= /usr/bin/python3
 check: deps
 	@mkdir -p $(BUILD)
 	test/check-disk $(BUILD) $(CHECK_DISK_MIB)
 	start=$$(date +%s); $(MAKE) -j$(CHECK_JOBS) check-inputs || exit; \
 		echo $$(($$(date +%s) - start)) > $(BUILD)/check-build-seconds
-	test/run --build $(BUILD) --build-time $(BUILD)/check-build-seconds --slowest 10
+	$(TEST_PYTHON) test/run --build $(BUILD) --build-time $(BUILD)/check-build-seconds --slowest 10
 
 # The RAID machine takes longest to make (its base system, then a
 # provisioning boot of some minutes): its base is made while GRUB

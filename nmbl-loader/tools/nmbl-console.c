@@ -5,9 +5,15 @@
  * Run COMMAND (the menu) on every console the kernel writes to at once:
  * the serial line and the screen alike, whichever the user looks at.
  * /dev/console is only the last console= of the command line, so the menu
- * gets a pseudo-terminal instead; what it writes goes to each active
- * console, and a key typed on any of them reaches it.  With a single
- * console, COMMAND simply runs on it.
+ * gets pseudo-terminals instead, one laid out for each kind of console:
+ * the screen's, of the screen's size, on its standard input and output
+ * (and for any further console), and, when there is a serial line beside
+ * a screen, the serial line's on descriptor 3, named in GRUB_EMU_SERIAL_FD
+ * (its speed in GRUB_EMU_SERIAL_SPEED), which grub-emu draws on as a
+ * terminal of its own, at GRUB's serial size (grub-emu-patches/0030).
+ * What the menu writes on each goes to its consoles, and a key typed on
+ * any console reaches it.  With a single console, COMMAND simply runs on
+ * it.
  *
  * Keys are only keys: no key typed on a console may signal or stop the
  * menu.  The terminal's signal and flow-control characters are switched
@@ -48,11 +54,17 @@
 #include "macro.h"
 
 #define MAX_CONSOLES 8
+/* Where the menu gets the serial line's pseudo-terminal. */
+#define SERIAL_FD 3
+#define SERIAL_FD_TEXT "3"
 
 struct console {
 	int fd;
 	struct termios saved;
 	bool raw;
+	/* The pseudo-terminal it shows and types into: the screen's or the
+	 * serial line's. */
+	int master;
 };
 
 static struct console consoles[MAX_CONSOLES];
@@ -138,17 +150,58 @@ static void no_signal_keys(int fd)
 
 static bool contained;
 
+/* What MASTER's side wrote, to the consoles that show it. */
+static void show(int master, const char *buf, size_t len)
+{
+	for (size_t i = 0; i < n_consoles; i++)
+		if (consoles[i].master == master)
+			write_all(consoles[i].fd, buf, len);
+}
+
 /* What COMMAND wrote before it ended, to each console, waiting for none. */
 static void drain(int master)
 {
 	char buf[4096];
 	ssize_t n;
 
-	if (fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK) < 0)
+	if (master < 0 || fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK) < 0)
 		return;
 	while ((n = read(master, buf, sizeof(buf))) > 0)
-		for (size_t i = 0; i < n_consoles; i++)
-			write_all(consoles[i].fd, buf, (size_t)n);
+		show(master, buf, (size_t)n);
+}
+
+/* A serial line's speed in bits per second, 0 when unknown. */
+static unsigned long line_speed(int fd)
+{
+	static const struct {
+		speed_t code;
+		unsigned long bps;
+	} speeds[] = { { B9600, 9600 },	    { B19200, 19200 },	 { B38400, 38400 },
+		       { B57600, 57600 },   { B115200, 115200 }, { B230400, 230400 },
+		       { B460800, 460800 }, { B921600, 921600 } };
+	struct termios t;
+
+	if (tcgetattr(fd, &t) < 0)
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(speeds); i++)
+		if (cfgetospeed(&t) == speeds[i].code)
+			return speeds[i].bps;
+	return 0;
+}
+
+/* A pseudo-terminal of size WS, its master side; -1 on failure. */
+static int open_pty(const struct winsize *ws)
+{
+	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (master < 0)
+		return -1;
+	if (grantpt(master) < 0 || unlockpt(master) < 0) {
+		close(master);
+		return -1;
+	}
+	ioctl(master, TIOCSWINSZ, ws);
+	return master;
 }
 
 /* COMMAND in place of this process, contained if asked; returns only on
@@ -174,10 +227,12 @@ static int run_direct(char **argv)
 
 int main(int argc, char **argv)
 {
-	struct pollfd fds[MAX_CONSOLES + 2];
+	struct pollfd fds[MAX_CONSOLES + 3];
 	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
-	int master, status, pidfd;
-	char buf[4096];
+	const struct winsize serial_ws = { .ws_row = 24, .ws_col = 80 };
+	int master, serial_master = -1, status, pidfd;
+	size_t serial = SIZE_MAX, screen = SIZE_MAX;
+	char buf[4096], speed[24] = "";
 	pid_t pid, parent = getpid();
 
 	if (argc >= 2 && strcmp(argv[1], "--contained") == 0) {
@@ -201,14 +256,27 @@ int main(int argc, char **argv)
 		struct winsize w;
 
 		if (ioctl(consoles[i].fd, TIOCGWINSZ, &w) == 0 && w.ws_row && w.ws_col) {
-			ws = w;
-			break;
+			if (screen == SIZE_MAX) {
+				ws = w;
+				screen = i;
+			}
+		} else if (serial == SIZE_MAX) {
+			serial = i;
 		}
 	}
-	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
+	master = open_pty(&ws);
+	if (master < 0)
 		return run_direct(argv + 1);
-	ioctl(master, TIOCSWINSZ, &ws);
+	for (size_t i = 0; i < n_consoles; i++)
+		consoles[i].master = master;
+	/* A serial line beside a screen: a terminal of its own. */
+	if (serial != SIZE_MAX && screen != SIZE_MAX) {
+		serial_master = open_pty(&serial_ws);
+		if (serial_master >= 0) {
+			consoles[serial].master = serial_master;
+			snprintf(speed, sizeof(speed), "%lu", line_speed(consoles[serial].fd));
+		}
+	}
 
 	pid = fork();
 	if (pid < 0)
@@ -227,6 +295,18 @@ int main(int argc, char **argv)
 		dup2(slave, 2);
 		if (slave > 2)
 			close(slave);
+		if (serial_master >= 0) {
+			int line = open(ptsname(serial_master), O_RDWR | O_NOCTTY);
+
+			if (line < 0 || dup2(line, SERIAL_FD) < 0)
+				_exit(EXIT_FAILURE);
+			if (line != SERIAL_FD)
+				close(line);
+			no_signal_keys(SERIAL_FD);
+			if (setenv("GRUB_EMU_SERIAL_FD", SERIAL_FD_TEXT, 1) < 0 ||
+			    (*speed && setenv("GRUB_EMU_SERIAL_SPEED", speed, 1) < 0))
+				_exit(EXIT_FAILURE);
+		}
 		/* Killed or crashed, nmbl-console takes the menu along; asked
 		 * for here, as changing users forgets it. */
 		if (contained) {
@@ -262,17 +342,19 @@ int main(int argc, char **argv)
 	 * pseudo-terminal open (without pidfds: the terminal's hang-up). */
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	fds[n_consoles + 1] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+	fds[n_consoles + 2] = (struct pollfd){ .fd = serial_master, .events = POLLIN };
 
 	for (;;) {
 		ssize_t n;
 
-		if (poll(fds, n_consoles + 2, -1) < 0) {
+		if (poll(fds, n_consoles + 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (fds[n_consoles + 1].revents) {
 			drain(master);
+			drain(serial_master);
 			break;
 		}
 		if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -280,8 +362,14 @@ int main(int argc, char **argv)
 			/* EIO: the menu closed its side, it has ended. */
 			if (n <= 0)
 				break;
-			for (size_t i = 0; i < n_consoles; i++)
-				write_all(consoles[i].fd, buf, (size_t)n);
+			show(master, buf, (size_t)n);
+		}
+		if (fds[n_consoles + 2].revents) {
+			n = read(serial_master, buf, sizeof(buf));
+			if (n > 0)
+				show(serial_master, buf, (size_t)n);
+			else if (!(n < 0 && (errno == EAGAIN || errno == EINTR)))
+				fds[n_consoles + 2].fd = -1;
 		}
 		for (size_t i = 0; i < n_consoles; i++) {
 			short ev = fds[i + 1].revents;
@@ -290,7 +378,7 @@ int main(int argc, char **argv)
 				continue;
 			n = (ev & POLLIN) ? read(consoles[i].fd, buf, sizeof(buf)) : 0;
 			if (n > 0) {
-				write_all(master, buf, (size_t)n);
+				write_all(consoles[i].master, buf, (size_t)n);
 				continue;
 			}
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
