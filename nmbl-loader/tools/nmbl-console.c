@@ -8,7 +8,7 @@
  * gets pseudo-terminals instead, one laid out for each kind of console:
  * the screen's, of the screen's size, on its standard input and output
  * (and for any further console), and, when there is a serial line beside
- * a screen, the serial line's on descriptor 3, named in GRUB_EMU_SERIAL_FD
+ * a screen, the serial line's on the descriptor GRUB_EMU_SERIAL_FD names
  * (its speed in GRUB_EMU_SERIAL_SPEED), which grub-emu draws on as a
  * terminal of its own, at GRUB's serial size (grub-emu-patches/0030).
  * What the menu writes on each goes to its consoles, and a key typed on
@@ -54,9 +54,6 @@
 #include "macro.h"
 
 #define MAX_CONSOLES 8
-/* Where the menu gets the serial line's pseudo-terminal. */
-#define SERIAL_FD 3
-#define SERIAL_FD_TEXT "3"
 
 struct console {
 	int fd;
@@ -295,15 +292,17 @@ int main(int argc, char **argv)
 		dup2(slave, 2);
 		if (slave > 2)
 			close(slave);
+		/* On a descriptor of its own, whichever is free: those the
+		 * menu inherits (the broker's, the watchdog's) stay. */
 		if (serial_master >= 0) {
 			int line = open(ptsname(serial_master), O_RDWR | O_NOCTTY);
+			char line_fd[16];
 
-			if (line < 0 || dup2(line, SERIAL_FD) < 0)
+			if (line < 0)
 				_exit(EXIT_FAILURE);
-			if (line != SERIAL_FD)
-				close(line);
-			no_signal_keys(SERIAL_FD);
-			if (setenv("GRUB_EMU_SERIAL_FD", SERIAL_FD_TEXT, 1) < 0 ||
+			no_signal_keys(line);
+			snprintf(line_fd, sizeof(line_fd), "%d", line);
+			if (setenv("GRUB_EMU_SERIAL_FD", line_fd, 1) < 0 ||
 			    (*speed && setenv("GRUB_EMU_SERIAL_SPEED", speed, 1) < 0))
 				_exit(EXIT_FAILURE);
 		}

@@ -88,9 +88,15 @@ def expected_cmdline(kernel, extra):
     return f"BOOT_IMAGE={kernel} root=UUID={ROOT_UUID} ro console=ttyS0,115200 {extra}"
 
 
+# Where a terminal broke a word too long for the rest of its line (GRUB's
+# serial terminal is 80 columns wide).
+BREAK = r"(?:\r?\n\r?)?"
+
+
 def words(text):
-    """A pattern for TEXT that matches however the console wrapped it."""
-    return r"\s+".join(re.escape(w) for w in text.split())
+    """A pattern for TEXT that matches however the console wrapped it:
+    between words, and inside a word that did not fit its line."""
+    return r"\s+".join(BREAK.join(re.escape(c) for c in w) for w in text.split())
 
 
 def build_path(*parts):

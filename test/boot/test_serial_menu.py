@@ -10,10 +10,11 @@ otherwise.  What the VM's serial line received is rendered by a terminal
 emulator (pyte) at the size the line is said to have, and the assertions
 are on that rendered screen: the title, the box, every entry, the
 highlighted one, the countdown and the help lines, after the menu is
-drawn and after Down and Up; the editor, the command line, a refused
-kernel's sentence and "Press any key to continue" at 80x24; the menu
-again at 132x43 after terminfo -g, and a menu of its own at 100x30 from a
-grub.cfg that says so.  The grub.cfg is Debian's with
+drawn and after Down and Up (typed on either console); the editor and
+the command line at 80x24; the menu again at 132x43 after terminfo -g;
+a menu of its own at 100x30 from a grub.cfg that says so, with a refused
+kernel's sentence and "Press any key to continue".  The grub.cfg is
+Debian's with
 GRUB_TERMINAL="serial console" (grub-mkconfig's serial, terminal_input
 and terminal_output lines).  The screen is read back by OCR: the same
 menu, laid out for the screen."""
@@ -189,6 +190,12 @@ def session(seen):
         seen["down"] = serial.wait(menu_shown(want, 1, 80), "the menu after Down")
         vm.send(KEY_UP)
         seen["up"] = serial.wait(menu_shown(want, 0, 80), "the menu after Up")
+        # A key typed at the screen's keyboard drives the same menu, and
+        # the serial line shows it.
+        vm.qmp().keys("down")
+        seen["keyboard"] = serial.wait(menu_shown(want, 1, 80), "the menu after the keyboard's Down")
+        vm.send(KEY_UP)
+        serial.wait(menu_shown(want, 0, 80), "the menu after Up again")
 
         serial.restart()
         vm.send("e")
@@ -239,6 +246,11 @@ def test_serial_line_menu_at_80x24_before_and_after_moving():
     # wrapped into the next, no row of the box left half drawn.
     for step in ("menu", "down", "up"):
         assert all(len(line) == 80 for line in seen[step]), step
+
+
+def test_keys_from_either_console_drive_the_same_menu():
+    seen = seen_steps()
+    assert [h for _, h, _ in menu_rows(seen["keyboard"], 80)] == [False, True, False, False]
 
 
 def test_editor_command_line_and_refusal_fit_the_serial_line():
