@@ -273,18 +273,26 @@ static int bind_read_only(const char *path)
 	return 0;
 }
 
+/* The firmware's variables out of reach: a mount namespace without them,
+ * which the filter keeps so (no mount, no namespace). */
+static int hide_firmware_variables(void)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	if (umount2(NMBL_EFIVARS, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 NMBL_EXPORT int nmbl_contain_tool(void)
 {
 	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
 	int r;
 
-	/* The firmware's variables out of reach: a mount namespace without
-	 * them, which the filter keeps so (no mount, no namespace). */
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-	if (umount2(NMBL_EFIVARS, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		return -errno;
+	r = hide_firmware_variables();
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(tool_read_only); i++) {
 		r = bind_read_only(tool_read_only[i]);
 		if (r < 0)
@@ -315,11 +323,9 @@ NMBL_EXPORT int nmbl_contain_dhcp(void)
 	gid_t gid = NMBL_NET_GID;
 	int r;
 
-	/* The firmware's variables out of reach, as for a disk tool. */
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-	if (umount2(NMBL_EFIVARS, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		return -errno;
+	r = hide_firmware_variables();
+	if (r < 0)
+		return r;
 	r = drop_capabilities(dhcp_caps, ELEMENTSOF(dhcp_caps));
 	if (r < 0)
 		return r;

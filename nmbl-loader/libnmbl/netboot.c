@@ -59,43 +59,6 @@ NMBL_EXPORT int nmbl_get_network_boot(struct nmbl_ctx *ctx, struct nmbl_network_
 	return 0;
 }
 
-NMBL_EXPORT int nmbl_find_network_interface(struct nmbl_ctx *ctx, const unsigned char mac[6],
-					    char **ret)
-{
-	_cleanup_free_ char *dir = nmbl_path(ctx, "/sys/class/net");
-	char want[18];
-	struct dirent *de;
-	DIR *d;
-	int r = -ENODEV;
-
-	if (!ctx || !mac || !ret)
-		return -EINVAL;
-	if (!dir)
-		return -ENOMEM;
-	snprintf(want, sizeof(want), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
-		 mac[3], mac[4], mac[5]);
-	d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? -ENODEV : -errno;
-	while (r == -ENODEV && (de = readdir(d))) {
-		_cleanup_free_ char *path = NULL;
-		char address[64];
-
-		if (de->d_name[0] == '.' ||
-		    asprintf(&path, "/sys/class/net/%s/address", de->d_name) < 0)
-			continue;
-		if (nmbl_read_small(ctx, path, address, sizeof(address)) < 0)
-			continue;
-		/* A VLAN's interface has its card's address too: the card's
-		 * own is the one that is not a VLAN's (no "." in its name,
-		 * as the kernel names them). */
-		if (strcmp(address, want) == 0 && !strchr(de->d_name, '.'))
-			r = (*ret = strdup(de->d_name)) ? 0 : -ENOMEM;
-	}
-	closedir(d);
-	return r;
-}
-
 static int compare_cards(const void *a, const void *b)
 {
 	return strcmp(((const struct nmbl_network_card *)a)->ifname,
@@ -177,4 +140,23 @@ NMBL_EXPORT int nmbl_list_network_cards(struct nmbl_ctx *ctx, struct nmbl_networ
 	*ret = cards;
 	*ret_n = n;
 	return 0;
+}
+
+NMBL_EXPORT int nmbl_find_network_interface(struct nmbl_ctx *ctx, const unsigned char mac[6],
+					    char **ret)
+{
+	_cleanup_free_ struct nmbl_network_card *cards = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!ctx || !mac || !ret)
+		return -EINVAL;
+	/* A VLAN's interface has its card's address too, but no device. */
+	r = nmbl_list_network_cards(ctx, &cards, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(cards[i].mac, mac, 6) == 0)
+			return (*ret = strdup(cards[i].ifname)) ? 0 : -ENOMEM;
+	return -ENODEV;
 }
