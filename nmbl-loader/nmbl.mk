@@ -23,8 +23,10 @@ $(BUILD)/libnmbl.so.1: $(LIB_OBJS) nmbl-loader/libnmbl/libnmbl.sym
 $(BUILD)/nmbl: $(BUILD)/nmbl-loader/tools/nmbl.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
 
-# Process 1 of nmbl's initramfs.
-$(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/tools/nmbl-init.o $(BUILD)/libnmbl.a
+# Process 1 of nmbl's initramfs, one file a step of a boot.
+INIT_SRCS = $(wildcard nmbl-loader/tools/nmbl-init/*.c)
+$(BUILD)/nmbl-loader/tools/nmbl-init/%.o: NMBL_CFLAGS += -Inmbl-loader/tools/nmbl-init
+$(BUILD)/nmbl-init: $(INIT_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS_NMBL)
 
 # It contains the menu with libnmbl's nmbl_contain_menu(), which needs
@@ -32,4 +34,4 @@ $(BUILD)/nmbl-init: $(BUILD)/nmbl-loader/tools/nmbl-init.o $(BUILD)/libnmbl.a
 $(BUILD)/nmbl-console: $(BUILD)/nmbl-loader/tools/nmbl-console.o $(BUILD)/libnmbl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
--include $(wildcard $(BUILD)/nmbl-loader/*/*.d)
+-include $(wildcard $(BUILD)/nmbl-loader/*/*.d $(BUILD)/nmbl-loader/tools/*/*.d)
