@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -511,6 +510,33 @@ static uint64_t number_of(const char *s)
 	return strtoull(s, NULL, 10);
 }
 
+/* TEXT into OUT (SIZE bytes, NUL-terminated, cut short to fit), each
+ * control character as "\xNN" and a backslash as "\\", as systemd's
+ * cescape() writes them: a kernel's name or a server's answer, which the
+ * menu or the network chose, stays one line of the log, and can forge
+ * neither another line nor a terminal's escape sequence. */
+static void escape_line(const char *text, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		char esc[5];
+		size_t k;
+
+		if (*p < 0x20 || *p == 0x7f)
+			k = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", *p);
+		else if (*p == '\\')
+			k = (size_t)snprintf(esc, sizeof(esc), "\\\\");
+		else
+			k = (size_t)snprintf(esc, sizeof(esc), "%c", *p);
+		if (n + k >= size)
+			break;
+		memcpy(out + n, esc, k);
+		n += k;
+	}
+	out[n] = '\0';
+}
+
 /* A line in the kernel's log, which a direct boot hands on to the booted
  * system's journal: how the system was booted. */
 static void kmsg(const struct nmbl_ctx *ctx, const char *fmt, ...)
@@ -518,55 +544,45 @@ static void kmsg(const struct nmbl_ctx *ctx, const char *fmt, ...)
 static void kmsg(const struct nmbl_ctx *ctx, const char *fmt, ...)
 {
 	_cleanup_free_ char *path = nmbl_path(ctx, "/dev/kmsg");
-	char line[1024];
+	char text[1024], line[1024];
 	va_list ap;
-	int n, fd;
+	size_t n;
+	int k, fd;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	k = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (n < 0 || !path)
+	if (k < 0 || !path)
 		return;
-	n = n < (int)sizeof(line) - 2 ? n : (int)sizeof(line) - 2;
-	line[n] = '\n';
+	escape_line(text, line, sizeof(line) - 1);
+	n = strlen(line);
+	line[n++] = '\n';
 	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return;
-	if (write(fd, line, (size_t)n + 1) < 0)
+	if (write(fd, line, n) < 0)
 		nmbl_dbg(ctx, "cannot write to the kernel log");
 	close(fd);
 }
 
-/* The data a request sent along, mapped: a sealed file of at most MAX
- * bytes.  *RET_LEN 0 maps nothing. */
-static int map_data(int fd, size_t max, void **ret, size_t *ret_len)
+/* The data a request sent along: a sealed file of at most MAX bytes, read
+ * into a malloc'ed *RET (NUL-terminated) of *RET_LEN bytes. */
+static int read_data(int fd, size_t max, char **ret, size_t *ret_len)
 {
 	struct stat st;
 	int seals;
-	void *p;
 
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return -EBADMSG;
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & DATA_SEALS) != DATA_SEALS)
 		return -EBADMSG;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	*ret_len = (size_t)st.st_size;
-	if (!st.st_size) {
-		*ret = NULL;
-		return 0;
-	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	*ret = p;
-	return 0;
+	return nmbl_read_fd(fd, max, ret, ret_len);
 }
 
 static int do_measure(struct nmbl_broker *b, const struct nmbl_broker_message *m, int data)
 {
-	void *buf = NULL;
+	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	int r;
 
@@ -575,14 +591,10 @@ static int do_measure(struct nmbl_broker *b, const struct nmbl_broker_message *m
 	 * line and boot another. */
 	if (strncmp(m->fields[1], CMDLINE_EVENT, strlen(CMDLINE_EVENT)) == 0)
 		return -EPERM;
-	r = map_data(data, SIZE_MAX / 2, &buf, &len);
+	r = read_data(data, nmbl_file_max(), &buf, &len);
 	if (r < 0)
 		return r;
-	r = nmbl_measure(b->ctx, (unsigned)number_of(m->fields[0]), buf ? buf : "", len,
-			 m->fields[1]);
-	if (buf)
-		munmap(buf, len);
-	return r;
+	return nmbl_measure(b->ctx, (unsigned)number_of(m->fields[0]), buf, len, m->fields[1]);
 }
 
 /* DISK's partition at START mounted, and PATH on it, malloc'ed. */
@@ -721,8 +733,13 @@ static int do_initrd(struct nmbl_broker *b, const struct nmbl_broker_message *m,
 
 	if (!b->kernel)
 		return -ENOENT;
-	if (number_of(m->fields[url ? 2 : 4]) == 0)
+	/* A new list, as GRUB's initrd command starts one: what the last
+	 * list measured is held no more, and is neither loaded nor
+	 * unpacked for a hand-over. */
+	if (number_of(m->fields[url ? 2 : 4]) == 0) {
 		forget_initrds(b);
+		nmbl_held_initrds_clear(b->ctx);
+	}
 	list = reallocarray(b->initrds, b->n_initrds + 1, sizeof(*list));
 	if (!list)
 		return -ENOMEM;
@@ -757,7 +774,12 @@ static const char *initrd_error(int r)
 	case EBADMSG:
 		return "an initrd is not one the kernel would unpack (malformed or truncated)";
 	case EFBIG:
-		return "an initrd unpacks to more than 2 GiB";
+		return "an initrd is, or unpacks to, more than nmbl may hold in memory "
+		       "(1 GiB, or half of the memory)";
+	case EIO:
+		return "an initrd could not be read (a bad block, or a disk that went away)";
+	case ENOTDIR:
+		return "its initrd's /proc is no directory (a symbolic link or a file)";
 	case ENOSPC:
 	case ENOMEM:
 		return "there is not enough memory to unpack its initrds";
@@ -999,48 +1021,37 @@ static int do_grubenv_write(struct nmbl_broker *b, const struct nmbl_broker_mess
 			    int data)
 {
 	struct fiemap_extent ext[FIEMAP_EXTENTS_MAX];
-	_cleanup_free_ char *path = NULL, *old = NULL;
+	_cleanup_free_ char *path = NULL, *old = NULL, *buf = NULL;
 	_cleanup_close_ int fd = -1;
 	size_t len = 0, n_ext = 0;
-	void *buf = NULL;
 	struct stat st;
 	ssize_t k;
 	int r;
 
-	r = map_data(data, ENVBLK_MAX, &buf, &len);
+	r = read_data(data, ENVBLK_MAX, &buf, &len);
 	if (r < 0)
 		return r;
 	r = host_path(b, m->fields[0], m->fields[1], m->fields[2], &path);
 	if (r < 0)
-		goto out;
+		return r;
 	fd = nmbl_open_regular(b->ctx, path);
-	if (fd < 0) {
-		r = fd;
-		goto out;
-	}
-	r = -EOPNOTSUPP;
+	if (fd < 0)
+		return fd;
 	if (!envblk_fs(fd))
-		goto out;
-	r = -EINVAL;
+		return -EOPNOTSUPP;
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != len || len < strlen(ENVBLK_SIGNATURE) ||
 	    memcmp(buf, ENVBLK_SIGNATURE, strlen(ENVBLK_SIGNATURE)) != 0)
-		goto out;
+		return -EINVAL;
 	old = malloc(len);
-	if (!old) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!old)
+		return -ENOMEM;
 	k = pread(fd, old, len, 0);
 	if (k != (ssize_t)len || memcmp(old, ENVBLK_SIGNATURE, strlen(ENVBLK_SIGNATURE)) != 0)
-		goto out;
+		return -EINVAL;
 	r = map_blocks(fd, len, ext, &n_ext);
 	if (r < 0)
-		goto out;
-	r = write_envblk(b, m->fields[0], number_of(m->fields[1]), ext, n_ext, buf, len);
-out:
-	if (buf)
-		munmap(buf, len);
-	return r;
+		return r;
+	return write_envblk(b, m->fields[0], number_of(m->fields[1]), ext, n_ext, buf, len);
 }
 
 static int dispatch(struct nmbl_broker *b, const struct nmbl_broker_message *m, int data,

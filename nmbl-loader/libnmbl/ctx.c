@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 
 #include "nmbl-private.h"
 
@@ -246,26 +247,32 @@ int nmbl_read_small(const struct nmbl_ctx *ctx, const char *path, char *buf,
 	return (int)len;
 }
 
-int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
-		   char **ret, size_t *ret_len)
+int nmbl_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_free_ char *p = nmbl_path(ctx, path), *buf = NULL;
-	_cleanup_close_ int fd = -1;
-	size_t len = 0, size = 0;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, size;
+	struct stat st;
 
-	if (!p)
-		return -ENOMEM;
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
+	if (max > SIZE_MAX / 4)
+		return -EINVAL;
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	/* Files in /proc tell no size: grow until end of file. */
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (st.st_size < 0 || (uint64_t)st.st_size > max)
+		return -EFBIG;
+	if (lseek(fd, 0, SEEK_SET) < 0 && errno != ESPIPE)
+		return -errno;
+	/* Room for the size it says and a byte more, which finds its end
+	 * in one allocation; files in /proc say no size, and a file may
+	 * grow while it is read: then grow until its end, within MAX. */
+	size = (size_t)st.st_size < 4096 ? 4096 : (size_t)st.st_size + 1;
 	for (;;) {
 		ssize_t n;
 		char *b;
 
-		if (size > max)
-			return -EFBIG;
-		size = size ? size * 2 : 4096;
+		if (size > max + 1)
+			size = max + 1;
 		b = realloc(buf, size + 1);
 		if (!b)
 			return -ENOMEM;
@@ -276,12 +283,49 @@ int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
 		len += (size_t)n;
 		if (len < size)
 			break;
+		if (len > max)
+			return -EFBIG;
+		size *= 2;
 	}
-	if (len > max)
-		return -EFBIG;
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);
 	if (ret_len)
 		*ret_len = len;
 	return 0;
+}
+
+int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
+		   char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *p = nmbl_path(ctx, path);
+	_cleanup_close_ int fd = -1;
+
+	if (!p)
+		return -ENOMEM;
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return nmbl_read_fd(fd, max, ret, ret_len);
+}
+
+/*
+ * nmbl is process 1 of an initramfs, without swap: memory it asks for
+ * beyond the machine's is the OOM killer's, and process 1 killed is a
+ * kernel panic, where GRUB would have said that the file is too large.
+ * A kernel or an initrd is held more than once (the measured copy, the
+ * read, the tree it unpacks to, the kernel's own copy at the load): half
+ * of the memory at most, and never more than 1 GiB, many times any
+ * distribution's kernel or initrd.
+ */
+#define NMBL_FILE_CAP ((size_t)1 << 30)
+
+size_t nmbl_file_max(void)
+{
+	struct sysinfo si;
+	uint64_t half;
+
+	if (sysinfo(&si) < 0)
+		return NMBL_FILE_CAP;
+	half = (uint64_t)si.totalram * (si.mem_unit ? si.mem_unit : 1) / 2;
+	return half < NMBL_FILE_CAP ? (size_t)half : NMBL_FILE_CAP;
 }

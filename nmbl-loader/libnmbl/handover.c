@@ -22,17 +22,12 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "nmbl-private.h"
-
-/* More than any initrd unpacks to; the tmpfs takes at most half of the
- * memory anyway. */
-#define UNPACKED_MAX ((size_t)2 << 30)
 
 /* Where initramfs-tools' /init finds the entry's line, and the file it
  * sources that binds it. */
@@ -86,28 +81,33 @@ static bool exists_in(int dfd, const char *name, uint64_t flags)
 	return true;
 }
 
+/*
+ * Each initrd read whole, not mapped: without a TPM the held file is the
+ * one on the disk, whose read error (a bad block, a USB stick pulled out)
+ * is then -EIO and the menu again, not SIGBUS in process 1 and a panic.
+ * The initrd, a stream it decompresses to (held whole while its archives
+ * are unpacked) and what it unpacks to are each within nmbl_file_max().
+ */
 static int unpack_held(struct nmbl_ctx *ctx, int dfd)
 {
+	size_t max = nmbl_file_max();
+
 	for (size_t i = 0; i < ctx->n_initrds; i++) {
 		struct nmbl_held_file *f = &ctx->initrds[i];
-		struct stat st;
-		void *map;
+		_cleanup_free_ char *buf = NULL;
+		size_t len = 0;
 		int r;
 
-		if (f->fd < 0 || fstat(f->fd, &st) < 0)
+		if (f->fd < 0)
 			return -EBADF;
-		if (st.st_size == 0)
-			continue;
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-		if (map == MAP_FAILED)
-			return -errno;
-		r = nmbl_initramfs_unpack(map, (size_t)st.st_size, UNPACKED_MAX, dfd);
-		munmap(map, (size_t)st.st_size);
+		r = nmbl_read_fd(f->fd, max, &buf, &len);
+		if (r == 0)
+			r = nmbl_initramfs_unpack(buf, len, max, dfd);
 		if (r < 0) {
 			nmbl_notice(ctx, "cannot unpack the initrd %s: %s", f->path, strerror(-r));
 			return r;
 		}
-		nmbl_info(ctx, "unpacked the initrd %s (%lld bytes)", f->path, (long long)st.st_size);
+		nmbl_info(ctx, "unpacked the initrd %s (%zu bytes)", f->path, len);
 	}
 	return 0;
 }
@@ -124,7 +124,7 @@ static int unpack_logs(struct nmbl_ctx *ctx, int dfd)
 	r = nmbl_tpm_handover_cpio(ctx, NMBL_PHASE_DIRECT, &logs, &len);
 	if (r < 0 || !logs)
 		return r;
-	return nmbl_initramfs_unpack(logs, len, UNPACKED_MAX, dfd);
+	return nmbl_initramfs_unpack(logs, len, nmbl_file_max(), dfd);
 }
 
 static int write_in(int dfd, const char *name, const char *text, mode_t mode)
@@ -224,6 +224,31 @@ int nmbl_handover_prepare(struct nmbl_ctx *ctx, const struct nmbl_cmdline *entry
 	return 0;
 }
 
+/*
+ * proc mounted on the initrd's /proc.  mount(2) follows a symbolic link in
+ * its target: an initrd's "proc -> /x" would have proc, and the entry's
+ * line on it, mounted on nmbl's own /x.  So /proc is opened inside the
+ * tree without following any link, must be a directory (-ENOTDIR when it
+ * is a link or a file), and is mounted on through its descriptor.
+ */
+static int mount_proc(int dfd)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+	_cleanup_close_ int fd = -1;
+	char target[64];
+
+	(void)mkdirat(dfd, "proc", 0555);
+	fd = (int)syscall(SYS_openat2, dfd, "proc", &how, sizeof(how));
+	if (fd < 0)
+		return errno == ELOOP || errno == ENOTDIR ? -ENOTDIR : -errno;
+	snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
+	return nmbl_sys_mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
 int nmbl_handover_cmdline(struct nmbl_ctx *ctx, const char *sysroot, const char *cmdline)
 {
 	_cleanup_free_ char *proc = NULL, *proc_cmdline = NULL;
@@ -246,10 +271,11 @@ int nmbl_handover_cmdline(struct nmbl_ctx *ctx, const char *sysroot, const char 
 	if (asprintf(&proc, "%s/proc", sysroot) < 0 ||
 	    asprintf(&proc_cmdline, "%s/proc/cmdline", sysroot) < 0)
 		return -ENOMEM;
-	(void)mkdirat(dfd, "proc", 0555);
-	r = nmbl_sys_mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	r = mount_proc(dfd);
 	if (r < 0)
 		return r;
+	/* By its path now: its /proc is proc's root, on the directory just
+	 * checked, and nothing of the initrd runs yet to change that. */
 	r = nmbl_bind_cmdline(ctx, cmdline, proc_cmdline);
 	if (r < 0) {
 		(void)nmbl_sys_umount(proc);

@@ -9,9 +9,6 @@
 
 #include "nmbl-private.h"
 
-/* Bigger than any kernel or UKI; a guard against reading a disk. */
-#define NMBL_IMAGE_MAX (1ULL << 31)
-
 struct nmbl_image {
 	int refcount;
 	void *owned; /* the file's bytes, when read from one */
@@ -76,7 +73,9 @@ int nmbl_image_new_from_fd(struct nmbl_ctx *ctx, int fd, struct nmbl_image **ret
 	/* FD is nmbl_open_regular()'s: a regular file. */
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if ((unsigned long long)st.st_size > NMBL_IMAGE_MAX)
+	/* Bigger than any kernel or UKI, or than the memory allows: a
+	 * guard against reading a disk. */
+	if ((uint64_t)st.st_size > nmbl_file_max())
 		return -EFBIG;
 	if (st.st_size == 0)
 		return -ENOEXEC;

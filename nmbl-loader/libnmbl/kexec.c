@@ -7,15 +7,12 @@
 
 #include "nmbl-private.h"
 
-/* Bigger than any initrd a distribution makes; guards against a device
- * node or an endless file named as an initrd. */
-#define NMBL_INITRD_MAX (2ULL << 30)
-
 /* GRUB starts each initrd of a list on a 4-byte boundary; the kernel's
  * cpio unpacker skips the zero padding between archives. */
 #define NMBL_INITRD_ALIGN 4
 
-static int copy_fd(int from, int to, uint64_t *total)
+/* FROM appended to TO; *TOTAL, the bytes TO holds, no more than MAX. */
+static int copy_fd(int from, int to, uint64_t *total, uint64_t max)
 {
 	char buf[64 * 1024];
 
@@ -34,7 +31,7 @@ static int copy_fd(int from, int to, uint64_t *total)
 		if (n == 0)
 			return 0;
 		*total += (uint64_t)n;
-		if (*total > NMBL_INITRD_MAX)
+		if (*total > max)
 			return -EFBIG;
 		r = nmbl_write_full(to, buf, (size_t)n);
 		if (r < 0)
@@ -50,24 +47,26 @@ struct part {
 	int fd;
 };
 
-static int append_part(int out, const struct part *p, uint64_t *total)
+static int append_part(int out, const struct part *p, uint64_t *total, uint64_t max)
 {
 	if (p->data) {
 		*total += p->len;
-		if (*total > NMBL_INITRD_MAX)
+		if (*total > max)
 			return -EFBIG;
 		return nmbl_write_full(out, p->data, p->len);
 	}
-	return copy_fd(p->fd, out, total);
+	return copy_fd(p->fd, out, total, max);
 }
 
 /* One initrd file is passed as it is; anything else becomes one in-memory
- * file, each part starting on GRUB's alignment. */
+ * file, each part starting on GRUB's alignment, as large as nmbl may hold
+ * in memory at most (a device node or an endless file named as an initrd
+ * fills no memory). */
 static int open_initrd(const struct nmbl_ctx *ctx, struct part *parts, size_t n, int *ret_fd)
 {
 	static const char zeros[NMBL_INITRD_ALIGN];
 	_cleanup_close_ int out = -1;
-	uint64_t total = 0;
+	uint64_t total = 0, max = nmbl_file_max();
 	int r;
 
 	if (n == 1 && !parts[0].data) {
@@ -78,7 +77,7 @@ static int open_initrd(const struct nmbl_ctx *ctx, struct part *parts, size_t n,
 	if (out < 0)
 		return -errno;
 	for (size_t i = 0; i < n; i++) {
-		r = append_part(out, &parts[i], &total);
+		r = append_part(out, &parts[i], &total, max);
 		if (r < 0)
 			return r;
 		if (total % NMBL_INITRD_ALIGN && i + 1 < n) {
@@ -145,23 +144,34 @@ static int measure_kernel(struct nmbl_ctx *ctx, const struct nmbl_image *img, in
 	const struct nmbl_pe *pe;
 
 	if (!img)
-		return nmbl_measure_fd(ctx, NMBL_PCR_GRUB_FILES, fd, name, -1);
+		return nmbl_measure_fd(ctx, NMBL_PCR_GRUB_FILES, fd, name, -1, nmbl_file_max());
 	pe = nmbl_image_pe(img);
 	return nmbl_measure(ctx, NMBL_PCR_GRUB_FILES, pe->buf, pe->len, name);
 }
 
 /* PATH opened and, with a TPM, measured under NAME as it is copied into a
- * sealed in-memory file: what is loaded is what was measured. */
+ * sealed in-memory file: what is loaded is what was measured.  Larger than
+ * nmbl may hold in memory, it is refused before anything is copied: a
+ * sparse file of many GiB would fill the memory, and the OOM killer would
+ * kill process 1. */
 static int open_measured_initrd(struct nmbl_ctx *ctx, const char *path, const char *name,
 				int *ret_fd)
 {
 	_cleanup_close_ int fd = -1, copy = -1;
+	size_t max = nmbl_file_max();
+	struct stat st;
 	int r;
 
 	fd = nmbl_open_regular(ctx, path);
 	if (fd < 0) {
 		nmbl_dbg(ctx, "cannot open initrd '%s'", path);
 		return fd;
+	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size > max) {
+		nmbl_dbg(ctx, "initrd '%s' is larger than %zu bytes", path, max);
+		return -EFBIG;
 	}
 	r = nmbl_tpm_measuring(ctx);
 	if (r <= 0) {
@@ -172,7 +182,7 @@ static int open_measured_initrd(struct nmbl_ctx *ctx, const char *path, const ch
 	copy = memfd_create("nmbl-initrd", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (copy < 0)
 		return -errno;
-	r = nmbl_measure_fd(ctx, NMBL_PCR_GRUB_FILES, fd, name, copy);
+	r = nmbl_measure_fd(ctx, NMBL_PCR_GRUB_FILES, fd, name, copy, max);
 	if (r < 0)
 		return r;
 	if (fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)

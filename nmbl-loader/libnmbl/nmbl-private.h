@@ -507,10 +507,12 @@ void nmbl_modules_release(struct nmbl_ctx *ctx);
 /*
  * Measured boot (tpm.c).  Each returns 0 without a TPM 2.0, or when the
  * caller does not measure, having done nothing.  FD's contents into PCR as the file GRUB calls NAME, copied to
- * COPY_TO (unless -1) as they are hashed; a bare PCR 11 phase string, as
- * systemd-pcrphase measures one; the context's TPM closed.
+ * COPY_TO (unless -1) as they are hashed, -EFBIG past MAX bytes; a bare
+ * PCR 11 phase string, as systemd-pcrphase measures one; the context's TPM
+ * closed.
  */
-int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name, int copy_to);
+int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name, int copy_to,
+		    size_t max);
 int nmbl_measure_phase(struct nmbl_ctx *ctx, const char *phase);
 /* 1 when the caller measures and there is a TPM 2.0 to measure into. */
 int nmbl_tpm_measuring(struct nmbl_ctx *ctx);
@@ -594,6 +596,15 @@ int nmbl_lvm_map_names(const char *dm_name, const char *dm_uuid, char **ret_name
  * beyond), NUL-terminated, into a malloc'ed buffer. */
 int nmbl_read_file(const struct nmbl_ctx *ctx, const char *path, size_t max,
 		   char **ret, size_t *ret_len);
+/* The same of FD, from its start (-EFBIG before reading when its size says
+ * so, -EISDIR for a directory): read, never mapped, so that a read error
+ * of the disk (a bad block, a USB stick pulled out) is -EIO, where a
+ * mapping would kill process 1 with SIGBUS. */
+int nmbl_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
+/* The most of a kernel, an initrd, or what one unpacks to, that nmbl
+ * holds in memory: 1 GiB, or half of the machine's memory when that is
+ * less (ctx.c says why).  Beyond it, -EFBIG. */
+size_t nmbl_file_max(void);
 
 /*
  * Read a small text file below the context's root into BUF, NUL-terminated,

@@ -40,7 +40,8 @@ NMBL_EXPORT const char *nmbl_strerror(int err)
 	case EISDIR:
 		return "the path is a directory, not a file";
 	case EFBIG:
-		return "the file is too large";
+		return "the file is too large (nmbl holds at most 1 GiB of a kernel "
+		       "or an initrd, or half of the memory when that is less)";
 	case E2BIG:
 		return "the command line is longer than the kernel accepts";
 	case ENXIO:

@@ -715,15 +715,18 @@ int nmbl_measure_phase(struct nmbl_ctx *ctx, const char *phase)
  * FD's whole contents measured into PCR under NAME, as GRUB measures a
  * file it reads; with COPY_TO >= 0, copied there as they are hashed, so
  * that what is loaded is what was measured.  Returns 0 without a TPM
- * (nothing copied).
+ * (nothing copied).  A file that grows past MAX while it is read is
+ * -EFBIG: the copy is in memory.
  */
-int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name, int copy_to)
+int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name, int copy_to,
+		    size_t max)
 {
 	_cleanup_(hashing_done) struct hashing h = { 0 };
 	char buf[64 * 1024];
 	struct nmbl_tpm *t;
 	struct digests d;
 	struct event e;
+	size_t total = 0;
 	int r;
 
 	r = measuring_tpm(ctx, &t);
@@ -742,6 +745,9 @@ int nmbl_measure_fd(struct nmbl_ctx *ctx, unsigned pcr, int fd, const char *name
 				return (int)n;
 			break;
 		}
+		total += (size_t)n;
+		if (total > max)
+			return -EFBIG;
 		r = hashing_update(&h, buf, (size_t)n);
 		if (r >= 0 && copy_to >= 0)
 			r = nmbl_write_full(copy_to, buf, (size_t)n);

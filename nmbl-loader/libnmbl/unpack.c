@@ -4,7 +4,8 @@
  * into its root (init/initramfs.c's do_name(), do_copy(), do_symlink()):
  * an entry of another type than what its name holds already replaces it;
  * a regular file or a node with more than one link, seen again by device
- * and inode within one archive, becomes a hard link; owners, modes and
+ * and inode within one archive, becomes a hard link (when the first name
+ * still holds what the first entry made: link_to()); owners, modes and
  * times as archived, a directory's time set last.  Where the kernel
  * ignores a failure (a missing parent, an existing directory or link), so
  * does this; a failed write of a file's bytes is an error.
@@ -104,17 +105,40 @@ static int earlier_name(struct unpack *u, const struct nmbl_cpio_entry *e, const
 	return 0;
 }
 
-/* Hard-link NAME (LAST in PFD) to OLD: 1 when linked, 0 when OLD is gone. */
-static int link_to(const struct unpack *u, const char *old, int pfd, const char *last)
+/* Whether ST is the file E's entry makes: its type, and for a device node
+ * its number. */
+static bool same_kind(const struct stat *st, const struct nmbl_cpio_entry *e)
+{
+	if ((st->st_mode & S_IFMT) != (e->mode & S_IFMT))
+		return false;
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		return st->st_rdev == makedev(e->rdev_major, e->rdev_minor);
+	return true;
+}
+
+/*
+ * Hard-link NAME (LAST in PFD) to OLD: 1 when linked, 0 when not.  Not
+ * when OLD is gone, as the kernel's link fails then, nor when OLD holds
+ * something else now than the first entry made: an archive that makes
+ * "f" a file, then "f" a device node or a FIFO, then "g" a link to the
+ * file, would have the file's bytes written into the node, a disk's say,
+ * or process 1 blocked on the FIFO forever.
+ */
+static int link_to(const struct unpack *u, const struct nmbl_cpio_entry *e, const char *old,
+		   int pfd, const char *last)
 {
 	const char *slash = strrchr(old, '/');
 	const char *old_last = slash ? slash + 1 : old;
 	_cleanup_close_ int opfd = open_parent(u, old, slash ? (size_t)(slash - old) : 0);
+	struct stat st;
 
 	if (opfd == -ENOMEM)
 		return -ENOMEM;
 	(void)unlinkat(pfd, last, 0);
-	if (opfd < 0 || linkat(opfd, old_last, pfd, last, 0) < 0)
+	if (opfd < 0 || fstatat(opfd, old_last, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !same_kind(&st, e))
+		return 0;
+	if (linkat(opfd, old_last, pfd, last, 0) < 0)
 		return 0;
 	return 1;
 }
@@ -125,15 +149,25 @@ static const struct timespec *times_of(const struct nmbl_cpio_entry *e, struct t
 	return t;
 }
 
+/* The file's bytes go into a regular file, nothing else: should its name
+ * hold anything else all the same, that is neither blocked on (a FIFO),
+ * nor written to, nor made process 1's controlling terminal. */
 static int make_file(const struct nmbl_cpio_entry *e, int pfd, const char *last, bool linked)
 {
 	_cleanup_close_ int fd = -1;
 	struct timespec t[2];
+	struct stat st;
 	int r;
 
-	fd = openat(pfd, last, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (linked ? 0 : O_TRUNC),
+	fd = openat(pfd, last,
+		    O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+			    (linked ? 0 : O_TRUNC),
 		    0600);
 	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
 		return 0;
 	if (fchown(fd, e->uid, e->gid) < 0 || fchmod(fd, e->mode & 07777) < 0)
 		return -errno;
@@ -232,7 +266,7 @@ static int unpack_entry(const struct nmbl_cpio_entry *e, void *userdata)
 		if (r < 0)
 			return r;
 		if (old) {
-			r = link_to(u, old, pfd, last);
+			r = link_to(u, e, old, pfd, last);
 			if (r <= 0)
 				return r;
 			linked = true;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,27 +55,60 @@ int nmbl_sys_kexec_file_check(int kernel_fd)
 	return fake.check_loads ? 0 : -EFAULT;
 }
 
+/* PATH relative to the fixture's root when below it, else whole. */
+static const char *below_root(const char *path)
+{
+	size_t root = strlen(fake.root);
+
+	if (strncmp(path, fake.root, root) == 0 && (path[root] == '/' || !path[root]))
+		return path + root;
+	return path;
+}
+
+/* Where mount(2) would mount on TARGET: a descriptor's magic link
+ * (/proc/self/fd/N) and the symbolic links on the way followed, as it
+ * follows them; as given when it does not exist (yet).  Recorded below the
+ * fixture's root, or whole when it leads out of it. */
+static const char *mount_target(const char *target, char buf[PATH_MAX])
+{
+	char root[PATH_MAX];
+	size_t n;
+
+	if (!realpath(target, buf))
+		return below_root(target);
+	if (!realpath(fake.root, root))
+		return below_root(buf);
+	n = strlen(root);
+	if (strncmp(buf, root, n) == 0 && (buf[n] == '/' || !buf[n]))
+		return buf + n;
+	return buf;
+}
+
 int nmbl_sys_mount(const char *source, const char *target, const char *fstype,
 		   unsigned long flags, const char *data)
 {
+	char t[PATH_MAX];
+
 	fake.mount_flags = flags;
 	/* A device or file below the fixture's root, or a name ("proc"). */
-	if (source && strncmp(source, fake.root, strlen(fake.root)) == 0)
-		source += strlen(fake.root);
-	record("mount %s %s %s %s;", source ? source : "-",
-	       target + strlen(fake.root), fstype ? fstype : "-", data ? data : "-");
+	record("mount %s %s %s %s;", source ? below_root(source) : "-", mount_target(target, t),
+	       fstype ? fstype : "-", data ? data : "-");
 	return fake.mount_errno;
 }
 
 int nmbl_sys_umount(const char *target)
 {
-	record("umount %s;", target + strlen(fake.root));
+	char t[PATH_MAX];
+
+	record("umount %s;", mount_target(target, t));
 	return 0;
 }
 
 int nmbl_sys_umount_tree(const char *target)
 {
-	record("umount -R %s;", target + strlen(fake.root));
+	char t[PATH_MAX];
+
+	record("umount -R %s;", mount_target(target, t));
 	return 0;
 }
 

@@ -391,6 +391,66 @@ static void test_direct_boot_not_taken_is_undone(void)
 	CHECK_STR(fake.calls, "");
 }
 
+/* "initrd" again: a new list (position 0).  Before, the broker forgot
+ * the last list but the context held its initrds on, and a hand-over
+ * through the entry's initrd unpacked every initrd measured since
+ * "linux", where GRUB and kexec take the last list only. */
+static void test_a_new_initrd_list_drops_the_last(void)
+{
+	const char *first[] = { "/dev/vda", "4096", "/a.img", "/a.img", "0" };
+	const char *second[] = { "/dev/vda", "4096", "/b.img", "/b.img", "0" };
+	const char *more[] = { "/dev/vda", "4096", "/c.img", "/c.img", "1" };
+	struct nmbl_broker *broker;
+	int sv[2];
+
+	machine();
+	fixture_text(MOUNTED "/a.img", "AAAA");
+	fixture_text(MOUNTED "/b.img", "BBBB");
+	fixture_text(MOUNTED "/c.img", "CCCC");
+	broker = new_broker(ctx, sv);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_KERNEL, kernel_request, 5, -1, NULL, 0), 0);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_INITRD, first, 5, -1, NULL, 0), 0);
+	CHECK_INT((int)ctx->n_initrds, 1);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_INITRD, second, 5, -1, NULL, 0), 0);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_INITRD, more, 5, -1, NULL, 0), 0);
+	CHECK_INT((int)ctx->n_initrds, 2);
+	CHECK_STR(ctx->initrds[0].path, fixture_path(MOUNTED "/b.img"));
+	CHECK_STR(ctx->initrds[1].path, fixture_path(MOUNTED "/c.img"));
+	end_broker(broker, sv);
+	nmbl_held_initrds_clear(ctx);
+}
+
+/* The kernel's name, which the menu gave, in the kernel's log: before,
+ * written with its newlines, so that a menu could forge a line of the
+ * booted system's journal ("<2>sshd: ...") or a terminal's escape
+ * sequence on the console.  Now one line, its control characters
+ * escaped. */
+static void test_kernel_log_line_stays_one_line(void)
+{
+	const char *kernel[] = { "/dev/vda", "4096", "/vmlinuz",
+				 "/vmlinuz\n<2>sshd: Accepted password for root\x1b[2J\\", LINE };
+	const char *boot[] = { "debian-6.1" };
+	char *reply[2] = { NULL, NULL }, *text = NULL;
+	struct nmbl_broker *broker;
+	size_t len = 0;
+	int sv[2];
+
+	machine();
+	fixture_text("/dev/kmsg", "");
+	broker = new_broker(ctx, sv);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_KERNEL, kernel, 5, -1, NULL, 0), 0);
+	CHECK_INT(ask(broker, sv[1], NMBL_BROKER_BOOT, boot, 1, -1, reply, 2), 0);
+	CHECK_STR(reply[0], "direct");
+	free(reply[0]);
+	free(reply[1]);
+	CHECK_INT(nmbl_read_file(ctx, "/dev/kmsg", 4096, &text, &len), 0);
+	CHECK_STR(text, "<5>nmbl: booting /vmlinuz\\x0a<2>sshd: Accepted password for root"
+			"\\x1b[2J\\\\ without a second kernel: switching root\n");
+	free(text);
+	end_broker(broker, sv);
+	unlink(fixture_path("/dev/kmsg"));
+}
+
 /* PCR 8 holds the line that boots.  Before, the menu said what the line
  * was (its own MEASURE "kernel_cmdline: ..."), and could measure the
  * usual line and boot another, with rd.break: a secret sealed to PCRs
@@ -624,6 +684,8 @@ int main(void)
 		test_broker_answers_and_refuses,
 		test_boot_loader_interface_written_once_kept,
 		test_direct_boot_not_taken_is_undone,
+		test_a_new_initrd_list_drops_the_last,
+		test_kernel_log_line_stays_one_line,
 		test_command_line_measured_is_the_one_booted,
 		test_chainload_once_a_session,
 		test_network_files_fetched_held_and_booted,

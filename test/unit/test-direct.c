@@ -386,16 +386,21 @@ static void test_what_its_own_initrd_sets_up_needs_that_initrd(void)
 /* The entry's initrd, measured and held as GRUB's initrd command has it:
  * a gzip'ed cpio of a tree with /init and the modules of RELEASE, laid
  * out as initramfs-tools lays it out (ITOOLS) or as dracut does. */
-static void entry_initrd(const char *release, bool itools)
+static void entry_initrd_with(const char *release, const char *more)
 {
 	fixture_run("cd %s && rm -rf initrd && mkdir -p initrd/lib/modules/%s initrd/proc initrd/conf "
 		    "initrd/etc && "
 		    "printf '#!/bin/sh\\n' >initrd/init && chmod 755 initrd/init && "
 		    "%s (cd initrd && find . | sort | cpio -o -H newc --quiet) | gzip >initrd.img",
-		    fixture_root(), release,
-		    itools ? "mkdir initrd/scripts && touch initrd/scripts/functions initrd/conf/initramfs.conf &&" :
-			     "");
+		    fixture_root(), release, more);
 	CHECK_INT(nmbl_measure_initrd(ctx, fixture_path("/initrd.img"), "/initrd.img"), 0);
+}
+
+static void entry_initrd(const char *release, bool itools)
+{
+	entry_initrd_with(release, itools ? "mkdir initrd/scripts && touch initrd/scripts/functions "
+					    "initrd/conf/initramfs.conf &&" :
+					    "");
 }
 
 static void test_a_stack_boots_through_the_entry_initrd(void)
@@ -488,6 +493,75 @@ static void test_an_initrd_for_another_kernel_is_refused(void)
 	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
 	CHECK_INT(nmbl_switch_root(ctx, line), -EBADMSG);
 	CHECK_INT(nmbl_switch_root_init(ctx, NULL) == NULL, 1);
+}
+
+/*
+ * An initrd whose /proc is a symbolic link to a directory outside it:
+ * before, mount(2) followed the link, and proc, with the entry's line
+ * bound over its cmdline, was mounted on that directory of nmbl's own.
+ * Now /proc is opened in the initrd's tree without following a link, and
+ * a link is refused before anything is mounted there.
+ */
+static void test_proc_is_never_mounted_through_a_link(void)
+{
+	const char *line = "root=/dev/mapper/vg-root rd.lvm.lv=vg/root console=tty0 console=ttyS0,115200";
+	char why[512], more[4096];
+
+	machine();
+	fixture_run("cd %s && rm -rf sysroot outside && mkdir outside", fixture_root());
+	snprintf(more, sizeof(more), "rmdir initrd/proc && ln -s %s initrd/proc &&",
+		 fixture_path("/outside"));
+	entry_initrd_with("6.1.0-test", more);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, line), -ENOTDIR);
+	CHECK_STR(fake.calls, "mount rootfs /sysroot tmpfs mode=0755;umount -R /sysroot;");
+	CHECK(strstr(fake.calls, "/outside") == NULL);
+	CHECK(nmbl_switch_root_init(ctx, NULL) == NULL);
+	/* A file there is no directory either. */
+	machine();
+	fixture_run("rm -rf %s", fixture_path("/sysroot"));
+	entry_initrd_with("6.1.0-test", "rmdir initrd/proc && touch initrd/proc &&");
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, line), -ENOTDIR);
+	CHECK_STR(fake.calls, "mount rootfs /sysroot tmpfs mode=0755;umount -R /sysroot;");
+}
+
+/*
+ * An initrd that cannot be read, as a disk's bad block or a USB stick
+ * pulled out makes one: /proc/self/mem, which reads as EIO from its start.
+ * Before, a hand-over mapped each initrd, and a read error was SIGBUS in
+ * process 1, a kernel panic (this file, which says it has no size, was
+ * skipped).  Now each is read, and the error is the menu's again: -EIO,
+ * nothing left mounted.  A directory or a FIFO is no initrd, and a FIFO
+ * does not block.
+ */
+static void test_an_initrd_that_cannot_be_read_is_an_error(void)
+{
+	const char *line = "root=/dev/mapper/vg-root rd.lvm.lv=vg/root console=tty0 console=ttyS0,115200";
+	char why[512];
+
+	machine();
+	fixture_run("rm -rf %s", fixture_path("/sysroot"));
+	entry_initrd("6.1.0-test", false);
+	CHECK_INT(nmbl_measure_initrd(ctx, "/proc/self/mem", "/mem.img"), 0);
+	CHECK_INT(choose(KERNEL, line, why, sizeof(why)), NMBL_BOOT_DIRECT);
+	CHECK_INT(nmbl_check(ctx, KERNEL, line), 0);
+	fake.calls[0] = '\0';
+	CHECK_INT(nmbl_switch_root(ctx, line), -EIO);
+	CHECK_STR(fake.calls, "mount rootfs /sysroot tmpfs mode=0755;umount -R /sysroot;");
+	CHECK(nmbl_switch_root_init(ctx, NULL) == NULL);
+
+	machine();
+	unlink(fixture_path("/fifo"));
+	CHECK_INT(mkfifo(fixture_path("/fifo"), 0600), 0);
+	CHECK_INT(nmbl_measure_initrd(ctx, fixture_path("/fifo"), "/fifo"), -EINVAL);
+	CHECK_INT(nmbl_measure_initrd(ctx, fixture_path("/sysroot"), "/sysroot"), -EISDIR);
+	CHECK_INT((int)ctx->n_initrds, 0);
+	unlink(fixture_path("/fifo"));
 }
 
 static void test_hibernated_system_is_resumed_by_its_own_initrd(void)
@@ -741,6 +815,8 @@ int main(void)
 		test_what_its_own_initrd_sets_up_needs_that_initrd,
 		test_a_stack_boots_through_the_entry_initrd,
 		test_an_initrd_for_another_kernel_is_refused,
+		test_proc_is_never_mounted_through_a_link,
+		test_an_initrd_that_cannot_be_read_is_an_error,
 		test_hibernated_system_is_resumed_by_its_own_initrd,
 		test_switch_root_mounts_the_entry_root,
 		test_switch_root_leaves_nmbl_panic_and_watchdog_behind,

@@ -5,6 +5,7 @@
  * images the kernel refuses. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -175,19 +176,27 @@ static void test_a_bound_and_the_callback_stop_the_walk(void)
 	free(buf);
 }
 
-/* A newc entry at BUF + *OFF, padded as cpio pads it. */
-static void newc(uint8_t *buf, size_t *off, const char *name, uint32_t mode, uint32_t ino,
-		 uint32_t nlink, const char *data)
+/* A newc entry at BUF + *OFF, padded as cpio pads it; a device node's
+ * number RDEV_MAJOR:RDEV_MINOR. */
+static void newc_node(uint8_t *buf, size_t *off, const char *name, uint32_t mode, uint32_t ino,
+		      uint32_t nlink, const char *data, uint32_t rdev_major, uint32_t rdev_minor)
 {
 	size_t size = data ? strlen(data) : 0, namesize = strlen(name) + 1;
 
 	*off += (size_t)sprintf((char *)buf + *off,
 				"070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X",
-				ino, mode, 0u, 0u, nlink, 1000000000u, size, 0u, 0u, 0u, 0u, namesize, 0u);
+				ino, mode, 0u, 0u, nlink, 1000000000u, size, 0u, 0u, rdev_major,
+				rdev_minor, namesize, 0u);
 	memcpy(buf + *off, name, namesize);
 	*off = (*off + namesize + 3) & ~(size_t)3;
 	memcpy(buf + *off, data ? data : "", size);
 	*off = (*off + size + 3) & ~(size_t)3;
+}
+
+static void newc(uint8_t *buf, size_t *off, const char *name, uint32_t mode, uint32_t ino,
+		 uint32_t nlink, const char *data)
+{
+	newc_node(buf, off, name, mode, ino, nlink, data, 0, 0);
 }
 
 static int open_dir(const char *name)
@@ -273,6 +282,64 @@ static void test_what_an_archive_names_stays_inside(void)
 	close(dfd);
 }
 
+static volatile sig_atomic_t alarmed;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarmed = 1;
+}
+
+/*
+ * An archive that makes "f" a file, then "f" a device node or a FIFO, then
+ * "g" a hard link to the first "f" (its device and inode): before, "g" was
+ * linked to the node and opened for writing without O_TRUNC, and the
+ * file's bytes went into the device (with a disk's number, a raw write to
+ * the disk by process 1), or process 1 blocked on the FIFO for ever.  Now
+ * a link is made only to what the first entry made, and the bytes go into
+ * nothing but a regular file, without blocking.  (An alarm ends a blocked
+ * open, so that a regression fails here rather than hangs.)
+ */
+static void test_a_hard_link_never_writes_into_a_node(void)
+{
+	static const struct {
+		uint32_t mode, major, minor;
+	} nodes[] = {
+		{ S_IFCHR | 0600, 1, 3 }, /* /dev/null's number */
+		{ S_IFIFO | 0600, 0, 0 },
+	};
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+
+	/* No SA_RESTART: the alarm interrupts an open that blocks. */
+	CHECK_INT(sigaction(SIGALRM, &sa, &old), 0);
+	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+		static uint8_t buf[4096];
+		int dfd = open_dir("/root");
+		struct stat st;
+		size_t off = 0;
+
+		newc(buf, &off, "f", S_IFREG | 0644, 1, 2, NULL);
+		newc_node(buf, &off, "f", nodes[i].mode, 2, 1, NULL, nodes[i].major, nodes[i].minor);
+		newc(buf, &off, "g", S_IFREG | 0644, 1, 2, "bytes");
+		newc(buf, &off, NMBL_CPIO_TRAILER, 0, 0, 1, NULL);
+		alarmed = 0;
+		alarm(2);
+		CHECK_INT(nmbl_initramfs_unpack(buf, off, MiB, dfd), 0);
+		alarm(0);
+		CHECK_INT(alarmed, 0);
+		/* The node is there as the archive made it, alone. */
+		CHECK_INT(fstatat(dfd, "f", &st, AT_SYMLINK_NOFOLLOW), 0);
+		CHECK_INT(st.st_mode & S_IFMT, nodes[i].mode & S_IFMT);
+		CHECK_INT((int)st.st_nlink, 1);
+		CHECK_INT(st.st_rdev == makedev(nodes[i].major, nodes[i].minor), 1);
+		/* "g" is no name of it: as a link the kernel could not make,
+		 * it is not there. */
+		CHECK_INT(fstatat(dfd, "g", &st, AT_SYMLINK_NOFOLLOW), -1);
+		close(dfd);
+	}
+	CHECK_INT(sigaction(SIGALRM, &old, NULL), 0);
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -282,6 +349,7 @@ int main(void)
 		test_a_bound_and_the_callback_stop_the_walk,
 		test_unpacked_as_the_kernel_makes_it,
 		test_what_an_archive_names_stays_inside,
+		test_a_hard_link_never_writes_into_a_node,
 		NULL,
 	};
 

@@ -346,6 +346,35 @@ static void test_binary_log_starts_as_the_firmwares(void)
 	nmbl_unref(ctx);
 }
 
+/*
+ * An initrd or a kernel larger than nmbl may hold in memory (1 GiB at
+ * most): a sparse file of 1 GiB and a byte is refused, -EFBIG, before
+ * anything of it is read, copied or measured.  Before, without a TPM the
+ * initrd was held and the kernel read whole, and with a TPM the initrd
+ * was copied whole into memory: a sparse "initrd" of many GiB filled it,
+ * and the OOM killer killed process 1, a kernel panic.
+ */
+static void test_what_memory_cannot_hold_is_refused(void)
+{
+	for (int tpm = 0; tpm < 2; tpm++) {
+		struct nmbl_ctx *ctx = setup(tpm ? (const uint16_t[]){ SHA256, 0 } : NULL);
+		char *huge = fixture_image("/boot/huge.img", ((off_t)1 << 30) + 1);
+		unsigned extends;
+
+		CHECK_INT(nmbl_measure_kernel(ctx, kernel, "/vmlinuz"), 0);
+		extends = fake.tpm_extends;
+		CHECK_INT(nmbl_measure_initrd(ctx, huge, "/huge.img"), -EFBIG);
+		CHECK_INT((int)ctx->n_initrds, 0);
+		CHECK_INT(nmbl_measure_initrd(ctx, initrd_a, "/a.img"), 0);
+		CHECK_INT(nmbl_measure_kernel(ctx, huge, "/huge"), -EFBIG);
+		CHECK_INT(fake.tpm_extends, extends + (unsigned)tpm);
+		CHECK(strstr(nmbl_strerror(-EFBIG), "at most 1 GiB") != NULL);
+		unlink(huge);
+		free(huge);
+		nmbl_unref(ctx);
+	}
+}
+
 int main(void)
 {
 	static void (*const tests[])(void) = {
@@ -359,6 +388,7 @@ int main(void)
 		test_initrd_loaded_is_the_one_measured,
 		test_failed_extension_refuses_the_boot,
 		test_binary_log_starts_as_the_firmwares,
+		test_what_memory_cannot_hold_is_refused,
 		NULL,
 	};
 
