@@ -3,7 +3,7 @@
 #   $(BUILD)/libnmbl.a, $(BUILD)/libnmbl.so.1  the library, from libnmbl/
 #   $(BUILD)/nmbl, nmbl-init, nmbl-console     the programs, from tools/
 
-LIB_SRCS = authenticode.c bli.c broker.c bootnext.c cmdline.c contain.c ctx.c decompress.c direct.c efivar.c fetch.c firmware.c handover.c identity.c image.c initramfs.c kexec.c loadopt.c lockdown.c modules.c mount.c netboot.c pe.c sign.c slots.c strerror.c switch-root.c sys.c tpm.c uevent.c unpack.c utf16.c volumes.c watchdog.c
+LIB_SRCS = authenticode.c bli.c broker.c bootnext.c cmdline.c contain.c ctx.c decompress.c direct.c efivar.c fetch.c firmware.c handover.c identity.c image.c initramfs.c kexec.c loadopt.c lockdown.c modules.c mount.c netboot.c pe.c sign.c slots.c spawn.c strerror.c switch-root.c sys.c tpm.c uevent.c unpack.c utf16.c volumes.c watchdog.c
 LIBS_NMBL = -lcrypto -lkmod -lblkid -lz -llzma -lzstd -llz4 -lbz2 -llzo2
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/nmbl-loader/libnmbl/%.o)
 

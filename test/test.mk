@@ -287,6 +287,19 @@ $(T)/nmbl-initrd-lvm.img: $(NMBL_DRACUT_DEPS)
 $(T)/nmbl-lvm.efi: $(T)/nmbl-initrd-lvm.img $(TEST_MKUKI_DEPS)
 	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT))
 TEST_FIXTURES += $(T)/nmbl-lvm.efi
+# The same image with a disk tool taken over (test_volumes): the test's
+# tool-probe in front of mdadm.
+TOOLPROBE_MODULE = test/dracut/98nmbl-toolprobe
+$(T)/tool-probe: test/target/tool-probe.c
+	@mkdir -p $(@D)
+	$(CC) -Os -Wall -Wextra $(WERROR) -o $@ $<
+$(T)/nmbl-initrd-toolprobe.img: NMBL_LVM = 1
+$(T)/nmbl-initrd-toolprobe.img: $(NMBL_DRACUT_DEPS) $(T)/tool-probe $(wildcard $(TOOLPROBE_MODULE)/*)
+	NMBL_TOOL_PROBE=$(abspath $(T)/tool-probe) $(NMBL_DRACUT) $@ $(NMBL_MODULE) \
+		$(TOOLPROBE_MODULE) -- --modules "nmbl nmbl-toolprobe" --compress $(NMBL_COMPRESS)
+$(T)/nmbl-toolprobe.efi: $(T)/nmbl-initrd-toolprobe.img $(TEST_MKUKI_DEPS)
+	$(call MKUKI,$(NMBL_KERNEL),$<,$(NMBL_CMDLINE) nmbl.boot=$(NMBL_BOOT))
+TEST_FIXTURES += $(T)/nmbl-toolprobe.efi
 $(RAID)/machine.json: $(SYSTEM_DEPS) $(T)/nmbl-lvm.efi $(SYSTEM_BASE)raid-lvm
 	$(call MKIMAGE,--layout raid-lvm,$(T)/nmbl-lvm.efi)
 # The machine that takes longest to make first: with a job per CPU, the

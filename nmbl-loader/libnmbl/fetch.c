@@ -74,21 +74,30 @@ static bool read_error(int fd, char *text, size_t *len)
 	return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
 }
 
+/* The helper, by nmbl_spawn(): all it starts ends with it, it has the
+ * network but no other descriptor of the caller's.  The file on 1, the
+ * sentence on 2, progress on 3. */
 static pid_t start_helper(struct nmbl_ctx *ctx, const char *url,
-			  const struct nmbl_fetch_options *o, int out, int progress, int error)
+			  const struct nmbl_fetch_options *o, int out, int progress, int error,
+			  int *ret_pidfd)
 {
+	struct nmbl_spawn_options spawn = {
+		.contain = o->contain ? nmbl_contain_fetcher : NULL,
+		.fd = { -1, out, error },
+		.pass_fd = progress,
+		.network = true,
+	};
 	_cleanup_free_ char *helper = nmbl_path(ctx, HELPER);
 	char max[32], timeout[32], stall[32];
 	const char *argv[12];
 	size_t n = 0;
-	pid_t pid;
 
 	if (!helper)
 		return -ENOMEM;
 	snprintf(max, sizeof(max), "%" PRIu64, o->max_size);
 	snprintf(timeout, sizeof(timeout), "%u", o->timeout_s);
 	snprintf(stall, sizeof(stall), "%u", o->stall_s);
-	argv[n++] = "nmbl-fetch";
+	argv[n++] = helper;
 	argv[n++] = "--max-size";
 	argv[n++] = max;
 	argv[n++] = "--timeout";
@@ -102,31 +111,15 @@ static pid_t start_helper(struct nmbl_ctx *ctx, const char *url,
 	}
 	argv[n++] = url;
 	argv[n] = NULL;
-	pid = fork();
-	if (pid != 0)
-		return pid < 0 ? -errno : pid;
-	/* The child: the file on 1, the sentence on 2, progress on 3. */
-	if (dup2(out, STDOUT_FILENO) < 0 || dup2(error, STDERR_FILENO) < 0 ||
-	    dup2(progress, 3) < 0)
-		_exit(NMBL_FETCH_FAILED);
-	(void)signal(SIGPIPE, SIG_DFL);
-	(void)signal(SIGCHLD, SIG_DFL);
-	if (o->contain && nmbl_contain_fetcher() < 0) {
-		dprintf(STDERR_FILENO, "%s: cannot contain the helper that reads it\n", url);
-		_exit(NMBL_FETCH_FAILED);
-	}
-	execv(helper, (char *const *)argv);
-	dprintf(STDERR_FILENO, "%s: cannot run %s: %s\n", url, HELPER, strerror(errno));
-	_exit(NMBL_FETCH_FAILED);
+	return nmbl_spawn((char *const *)argv, &spawn, ret_pidfd);
 }
 
 /* Wait for PID, telling O's progress function as it goes; its exit
  * status, or -ECANCELED, -ETIMEDOUT when it was ended. */
-static int watch_helper(pid_t pid, const struct nmbl_fetch_options *o, int progress, int error,
-			char *text, size_t *text_len)
+static int watch_helper(pid_t pid, int pidfd, const struct nmbl_fetch_options *o, int progress,
+			int error, char *text, size_t *text_len)
 {
 	long long deadline = now_ms() + ((long long)o->timeout_s + GRACE_S) * 1000;
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	uint64_t done = 0, total = 0;
 	char line[64];
 	size_t line_len = 0;
@@ -191,7 +184,7 @@ NMBL_EXPORT int nmbl_fetch(struct nmbl_ctx *ctx, const char *url,
 			    error_w = -1;
 	char text[ERROR_MAX] = "";
 	size_t text_len = 0;
-	int fds[2], r;
+	int fds[2], r, pidfd = -1;
 	pid_t pid;
 
 	if (!ctx || !url || !ret_fd)
@@ -209,14 +202,14 @@ NMBL_EXPORT int nmbl_fetch(struct nmbl_ctx *ctx, const char *url,
 		return -errno;
 	error_r = fds[0];
 	error_w = fds[1];
-	pid = start_helper(ctx, url, &o, out, progress_w, error_w);
+	pid = start_helper(ctx, url, &o, out, progress_w, error_w, &pidfd);
 	if (pid < 0)
 		return pid;
 	close(TAKE_FD(progress_w));
 	close(TAKE_FD(error_w));
 	(void)fcntl(progress_r, F_SETFL, O_NONBLOCK);
 	(void)fcntl(error_r, F_SETFL, O_NONBLOCK);
-	r = watch_helper(pid, &o, progress_r, error_r, text, &text_len);
+	r = watch_helper(pid, pidfd, &o, progress_r, error_r, text, &text_len);
 	/* One sentence: the helper's first line. */
 	text[strcspn(text, "\n")] = '\0';
 	if (r != 0) {

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -242,20 +243,26 @@ int nmbl_measure_initrd(struct nmbl_ctx *ctx, const char *path, const char *name
 #define NMBL_MENU_USER "nmbl-menu"
 int nmbl_contain_menu(void);
 /* The same for the helper that fetches a network boot's files for the
- * broker (nmbl_fetch()), but for its sockets: IP's and netlink's too. */
+ * broker (nmbl_fetch()), but as a user and group of its own,
+ * NMBL_FETCH_UID/NMBL_FETCH_GID ("nmbl-fetch"), which reads no disk, and
+ * for its sockets: IP's and netlink's too. */
+#define NMBL_FETCH_UID 65530
+#define NMBL_FETCH_GID 65530
 int nmbl_contain_fetcher(void);
 /*
- * For a distribution's tool that nmbl's init runs as root on what the
- * disks hold, before the menu (mdadm, LVM's tool: a /boot on md RAID or
- * in LVM), between fork and exec: of root's capabilities only those that
- * set up md arrays and device-mapper volumes and make their nodes
- * (CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_IPC_LOCK), none to gain, the menu's
- * seccomp filter (no kexec, reboot, module, mount, keyring, BPF, ptrace,
- * namespace, ...), and a mount namespace without the firmware's
- * variables, where what would have the kernel run a program of the
- * tool's choosing (/proc/sys, /sys/kernel, /sys/module) is read-only; no
- * socket but local and netlink ones: a disk that takes such a tool over
- * gets less than root.
+ * For a distribution's tool that nmbl's init runs on what the disks hold,
+ * before the menu (mdadm, LVM's tool: a /boot on md RAID or in LVM),
+ * between fork and exec: of root's capabilities only those that set up md
+ * arrays and device-mapper volumes and make their nodes (CAP_SYS_ADMIN,
+ * CAP_MKNOD, CAP_CHOWN, CAP_IPC_LOCK), none to gain; still uid 0, which
+ * mdadm demands; a mount namespace of its own in which the image's root is
+ * read-only, and so are the kernel's settings (/proc/sys, /sys/kernel,
+ * /sys/module but md's new_array), the firmware's variables are absent,
+ * every character device but the harmless ones (null, zero, random,
+ * device-mapper's control) is /dev/null, and /tmp is its own; the filter,
+ * which lets it make the nodes of md arrays and device-mapper volumes
+ * only, and no socket but local and netlink ones: a disk that takes such
+ * a tool over gets less than root.
  */
 int nmbl_contain_tool(void);
 /*
@@ -271,6 +278,44 @@ int nmbl_contain_tool(void);
 #define NMBL_NET_UID 65532
 #define NMBL_NET_GID 65532
 int nmbl_contain_dhcp(void);
+/*
+ * The one way nmbl starts a program that reads untrusted bytes (the menu,
+ * the disk tools, the DHCP client, the fetcher): nmbl_spawn() starts
+ * ARGV[0] (a full path) with ARGV as the first process of PID and IPC
+ * namespaces of its own, and of an empty network namespace unless
+ * NETWORK, so that when it ends, or is ended, every process it started
+ * ends too, whatever session it put itself in.  It gets FD[0..2] as its
+ * standard input, output and error (-1: /dev/null; without an input it
+ * is in a session of its own) and PASS_FD, when not -1, as descriptor 3,
+ * no other descriptor of the caller's (the console, the watchdog), every
+ * signal at its default, ENV ("NAME=VALUE", or NULL) in its environment
+ * and NMBL_WATCHDOG_FD not, and CONTAIN (nmbl_contain_*(), or NULL) run
+ * between fork and exec; when CONTAIN fails it does not run.  Its pid,
+ * and in *RET_PIDFD a descriptor that polls readable once it and all it
+ * started have ended (-1 where the kernel has no pidfds), or -errno.
+ * nmbl_spawn_wait() reaps it: its exit status, 128 + the signal that
+ * ended it, -ETIMEDOUT when TIMEOUT_S (0: none) passed first and it was
+ * ended, or -errno.
+ */
+struct nmbl_spawn_options {
+	int (*contain)(void);
+	int fd[3];
+	int pass_fd;
+	bool network;
+	const char *env;
+};
+pid_t nmbl_spawn(char *const argv[], const struct nmbl_spawn_options *options, int *ret_pidfd);
+int nmbl_spawn_wait(pid_t pid, int pidfd, unsigned timeout_s);
+/*
+ * A file such a helper wrote (dhcpcd's lease), read as what it is, the
+ * work of a program taken over: PATH whole into *RET (malloc'ed,
+ * NUL-terminated) and *RET_LEN, only when it is a regular file of OWNER's
+ * of at most MAX bytes, opened without following a link (-ELOOP) and
+ * without blocking; -EPERM for anything else, or anyone else's, -EFBIG
+ * when it is larger.
+ */
+int nmbl_read_helper_file(const char *path, uid_t owner, size_t max, char **ret,
+			  size_t *ret_len);
 /* For tests of the filter, from inside the contained process: each denied
  * call tried with arguments that would do nothing, and REPORT given its
  * name and errno (0: the call went through).  The number of calls tried. */

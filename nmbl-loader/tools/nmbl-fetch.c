@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -310,6 +311,13 @@ int main(int argc, char **argv)
 	struct stat st;
 	int c;
 
+	/* What parses the network's bytes is no process its user may trace
+	 * or read the memory of: exec set it dumpable again, whatever the
+	 * caller had set before. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		fprintf(stderr, "nmbl-fetch: cannot make itself undumpable: %s\n", strerror(errno));
+		return NMBL_FETCH_FAILED;
+	}
 	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		switch (c) {
 		case 'm':

@@ -15,8 +15,8 @@ import re
 import shutil
 import subprocess
 
-from fixture import (BOOT_TIMEOUT, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL, TARGET_UP, VM,
-                     back_to_the_menu, build_path, choose, mkdisk, words)
+from fixture import (BOOT_TIMEOUT, BOOT_UUID, MENU_READY, NMBL_BOOT_ID, ROOT_UUID, TARGET_KERNEL,
+                     TARGET_UP, VM, back_to_the_menu, build_path, choose, kver, mkdisk, words)
 from netserve import HTTP, MAC, STALL_AFTER, Files, forwards, http_server, net_args
 from vm import KEY_ENTER, KEY_ESC
 
@@ -81,8 +81,14 @@ def tree():
     # What every other machine gets: never this one.
     with open(os.path.join(tftp, "nmbl", "grub.cfg"), "w") as f:
         f.write("menuentry 'Generic grub.cfg, for any machine' { true }\n")
+    # The disk: a /boot with the kernel nmbl runs (no grub.cfg: the menus
+    # are the network's), and the target's root.
+    boot = os.path.join(top, "boot")
+    os.makedirs(boot)
+    shutil.copy(build_path("test", "vmlinuz-test"), os.path.join(boot, f"vmlinuz-{kver()}"))
     image = os.path.join(top, "root.img")
-    mkdisk.build(image, None, root=build_path("test", "target-root"), root_uuid=ROOT_UUID)
+    mkdisk.build(image, None, boot=boot, root=build_path("test", "target-root"),
+                 boot_uuid=BOOT_UUID, root_uuid=ROOT_UUID)
     return tftp, www, image
 
 
@@ -187,9 +193,14 @@ def test_pxe_menu_for_this_mac_faults_then_an_installer_by_kexec():
         Files.requests
 
 
+# nmbl's own consoles (its UKI's command line): an entry that keeps them
+# boots without a second kernel.
+CONSOLES = "console=tty0 console=ttyS0,115200"
+
+
 def http_cfg():
     """HTTP Boot's menu: $root is the web server, HTTPS refused when its
-    certificate is not one the image trusts."""
+    certificate is not one the image trusts, and an entry on the disk."""
     target = f"root=UUID={ROOT_UUID} ro console=ttyS0,115200"
     return f"""set timeout=30
 echo "NMBL-NET root=$root if=$net_default_interface END"
@@ -201,6 +212,10 @@ menuentry 'Target (HTTP)' {{
 menuentry 'Untrusted server (HTTPS)' {{
 	linux (https,{HTTP})/vmlinuz {target}
 }}
+menuentry 'From the disk' {{
+	search --no-floppy --fs-uuid --set=root {BOOT_UUID}
+	linux /vmlinuz-{kver()} root=UUID={ROOT_UUID} ro {CONSOLES} nmbl.entry=disk
+}}
 """
 
 
@@ -208,7 +223,10 @@ def test_http_boot_by_url_menu_from_the_server_and_https_checked():
     """The firmware HTTP-boots nmbl by URL: nmbl's menu is the grub.cfg
     beside it on the same server, $root is that server; a kernel from an
     HTTPS server whose certificate no authority in the image signed is
-    refused with a sentence; the target boots from $root by kexec."""
+    refused with a sentence; the entry on the disk boots without a second
+    kernel, and the system it starts has nothing of nmbl's network: no
+    card up, no address, no route (kernels from the network boot by kexec
+    in the other tests)."""
     _, www, image = tree()
     os.makedirs(os.path.join(www, "nmbl"), exist_ok=True)
     shutil.copy(build_path("nmbl-net.efi"), os.path.join(www, "nmbl", "nmbl-net.efi"))
@@ -233,20 +251,24 @@ def test_http_boot_by_url_menu_from_the_server_and_https_checked():
             vm.wait_for(words(f"https://{HTTP}/vmlinuz: the server's certificate is not one "
                               "the image trusts"), timeout=BOOT_TIMEOUT, clean=True)
             back_to_the_menu(vm)
-            choose(vm, 0)
+            choose(vm, 2)
             target = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
             kernel = vm.wait_for(TARGET_KERNEL, timeout=60)
+            net = vm.wait_for(r"NMBL-TARGET-NET([^\r\n]*)\r?\n", timeout=60).group(1).split()
             vm.wait_exit(timeout=60)
     finally:
         server.shutdown()
         tls.shutdown()
-    want = f"BOOT_IMAGE=/vmlinuz root=UUID={ROOT_UUID} ro console=ttyS0,115200 nmbl.entry=http-boot"
+    want = (f"BOOT_IMAGE=/vmlinuz-{kver()} root=UUID={ROOT_UUID} ro {CONSOLES} "
+            "nmbl.entry=disk")
     assert target.group(2) == want, f"target's cmdline\n  {target.group(2)!r}\nexpected\n  {want!r}"
-    assert kernel.group(1) != nmbl_id, "the target runs nmbl's kernel: no kexec"
-    # The UKI and the menu by the firmware's URL's directory, the kernel
-    # and initrd from $root.
+    assert kernel.group(1) == nmbl_id and kernel.group(2) == "1", \
+        f"a second kernel started: {kernel.group(0)}"
+    # nmbl's network went before the hand-over: no card up, no address or
+    # route of what DHCP answered (a rogue server's would be there too).
+    assert net == ["routes=0"], net
+    # The UKI and the menu by the firmware's URL's directory.
     assert Files.requests[:2] == ["/nmbl/nmbl-net.efi", "/nmbl/grub.cfg"], Files.requests
-    assert "/vmlinuz" in Files.requests and "/initrd.img" in Files.requests, Files.requests
 
 
 def test_no_link_one_sentence_and_a_menu_without_network():

@@ -15,6 +15,7 @@ the volume's extents are, and the member's md superblock is written here
 the member), then read back by the host's mdadm --examine."""
 
 import os
+import re
 import struct
 import subprocess
 import tempfile
@@ -178,7 +179,7 @@ def volumes_disk():
              f"initrd.img-{k}": build_path("test", "target-initrd.img")}
     # grub.cfg names the volumes by their UUIDs, which LVM makes: the disk
     # is made in two steps, its grub.cfg last.
-    base = make_disk("volumes-base", None, {}, uki="test/nmbl-lvm.efi", boot_size=8,
+    base = make_disk("volumes-base", None, {}, uki="test/nmbl-toolprobe.efi", boot_size=8,
                      empty_size=[PV_MIB, MD_MIB])
     work = build_path("test", "volumes")
     os.makedirs(work, exist_ok=True)
@@ -239,6 +240,7 @@ def test_missing_pv_and_short_raid_say_so_and_the_whole_volume_boots():
             vm.wait_for(falling_back(next_title), timeout=60, clean=True)
         up = vm.wait_for(TARGET_UP, timeout=BOOT_TIMEOUT)
         kernel = vm.wait_for(TARGET_KERNEL, timeout=60)
+        procs = vm.wait_for(r"NMBL-TARGET-PROCS([^\r\n]*)\r?\n", timeout=60).group(1).split()
         block = vm.wait_for(r"NMBL-TARGET-BLOCK([^\r\n]*)\r?\n", timeout=60).group(1).split()
         vm.wait_exit(timeout=60)
         log = vm.clean_log()
@@ -254,3 +256,29 @@ def test_missing_pv_and_short_raid_say_so_and_the_whole_volume_boots():
     assert block == ["vda"], block
     for said in ("cannot deactivate", "cannot stop the md arrays", "Kernel panic"):
         assert said not in log, said
+    check_tool_contained(log, procs)
+
+
+# What the taken-over tool tried, and what it must have got: each refused
+# (the filter: EPERM by name, ENOSYS for a call newer than its list; the
+# read-only root: EROFS).
+PROBE = re.compile(r"nmbl-tool-probe: (\S+) (\S+)")
+REFUSED = {"open_tree_attr": "ENOSYS", "quotactl_fd": "ENOSYS", "write-console-program": "EROFS",
+           "create-modprobe": "EROFS", "mknod-disk": "EPERM", "mknod-mem": "EPERM"}
+
+
+def check_tool_contained(log, procs):
+    """Both of mdadm's runs (assembling, stopping) said what they got, the
+    same; no process of theirs in the booted system."""
+    first = "nmbl-tool-probe: open_tree_attr"
+    runs = [dict(PROBE.findall(first + part)) for part in log.split(first)[1:]]
+    assert len(runs) == 2, f"mdadm ran {len(runs)} times, not 2: {log[-3000:]}"
+    for said in runs:
+        for call, want in REFUSED.items():
+            assert said.get(call) == want, (call, said)
+        assert "open-made-disk" not in said, said
+        # The console, where a passphrase is typed, is /dev/null (1:3).
+        assert said.get("console") == "1:3", said
+    # The process each run left, in a session of its own: ended with the
+    # tool, before the hand-over.
+    assert not [p for p in procs if "escapee" in p], procs

@@ -23,6 +23,12 @@
  *                                      kernel's threads (empty: none): a
  *                                      direct boot must bring none of
  *                                      nmbl's along
+ *   NMBL-TARGET-NET <card>[=<IPv4 address>] ... routes=<N>
+ *                                      the network cards that are up (lo
+ *                                      aside), their addresses, and how
+ *                                      many IPv4 routes the kernel has: a
+ *                                      direct boot must bring along none of
+ *                                      what nmbl's DHCP set up
  *   NMBL-TARGET-BLOCK <name> ...        the kernel's block devices
  *                                      (/sys/block, sorted): a direct boot
  *                                      must leave none of the md arrays and
@@ -92,8 +98,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -443,6 +454,42 @@ static void report_processes(void)
 	if (d)
 		closedir(d);
 	out_line("NMBL-TARGET-PROCS%s", list);
+}
+
+static void report_network(void)
+{
+	char list[LINE_MAX_LEN - 64] = "", line[256];
+	struct if_nameindex *names = if_nameindex();
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), routes = -1;
+	size_t len = 0;
+	FILE *f;
+
+	for (struct if_nameindex *i = names; fd >= 0 && i && i->if_index; i++) {
+		struct ifreq ifr = { 0 };
+
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->if_name);
+		if (strcmp(i->if_name, "lo") == 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ||
+		    !(ifr.ifr_flags & IFF_UP) || len >= sizeof(list))
+			continue;
+		len += (size_t)snprintf(list + len, sizeof(list) - len, " %s", i->if_name);
+		if (ioctl(fd, SIOCGIFADDR, &ifr) == 0 && len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "=%s",
+						inet_ntoa(((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr));
+	}
+	if (names)
+		if_freenameindex(names);
+	if (fd >= 0)
+		close(fd);
+	/* A line a route, after the header. */
+	f = fopen("/proc/net/route", "re");
+	if (!f) {
+		out_line("NMBL-TARGET-NET%s routes=unknown(%s)", list, strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f))
+		routes++;
+	fclose(f);
+	out_line("NMBL-TARGET-NET%s routes=%d", list, routes);
 }
 
 static void report_block_devices(void)
@@ -902,6 +949,7 @@ int main(void)
 	report_uptime();
 	report_kernel();
 	report_processes();
+	report_network();
 	report_block_devices();
 	if (pid1) {
 		report_loader_variables();

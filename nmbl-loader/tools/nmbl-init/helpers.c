@@ -6,55 +6,30 @@
 
 #define PRE_MENU_DIR "/usr/lib/nmbl/pre-menu.d"
 #define SHELL "/bin/sh"
+/* How long mdadm or LVM's tool may take: assembling or activating reads
+ * a few sectors of each disk; a minute is a disk that does not answer. */
+#define TOOL_SECONDS 60
+/* What of a helper's words is said on the console. */
+#define HELPER_SAID_MAX 2048
 
-/* Run ARGV and wait for it, reaping whatever else ends meanwhile (process 1
- * adopts orphans), its standard output on OUT_FD when that is not -1,
- * contained by CONTAIN when that is not NULL, and ended after SECONDS
- * when that is not 0 (-ETIMEDOUT).  Its exit status, 128 + signal, or
- * -errno. */
-int spawn_until(char *const argv[], int out_fd, int err_fd, int (*contain)(void),
-		       unsigned seconds)
+/* The image's own program ARGV (nmbl status, the pre-menu programs, a
+ * debug build's shell), as root, its standard output on OUT_FD when that
+ * is not -1, waited for, reaping whatever else ends meanwhile (process 1
+ * adopts orphans): its exit status, 128 + signal, or -errno. */
+int run(char *const argv[], int out_fd)
 {
 	pid_t pid = fork();
-	bool ended = false;
 	int status;
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		int r = contain ? contain() : 0;
-
-		if (r < 0) {
-			fprintf(stderr, "nmbl-init: cannot contain %s: %s\n", argv[0], strerror(-r));
-			_exit(127);
-		}
 		if (out_fd >= 0)
 			(void)dup2(out_fd, STDOUT_FILENO);
-		if (err_fd >= 0)
-			(void)dup2(err_fd, STDERR_FILENO);
 		(void)signal(SIGCHLD, SIG_DFL);
 		execv(argv[0], argv);
 		fprintf(stderr, "nmbl-init: cannot run %s: %m\n", argv[0]);
 		_exit(127);
-	}
-	/* Its end, or its deadline (a kernel without pidfds: no deadline). */
-	if (seconds) {
-		long long deadline = now_ms() + seconds * 1000LL;
-		struct pollfd p = { .fd = (int)syscall(SYS_pidfd_open, pid, 0), .events = POLLIN };
-
-		while (p.fd >= 0) {
-			long long left = deadline - now_ms();
-			int n = left > 0 ? poll(&p, 1, (int)left) : 0;
-
-			if (n == 0) {
-				(void)kill(pid, SIGKILL);
-				ended = true;
-			}
-			if (n >= 0 || errno != EINTR)
-				break;
-		}
-		if (p.fd >= 0)
-			close(p.fd);
 	}
 	for (;;) {
 		pid_t w = wait(&status);
@@ -66,26 +41,104 @@ int spawn_until(char *const argv[], int out_fd, int err_fd, int (*contain)(void)
 		if (w == pid)
 			break;
 	}
-	if (ended)
-		return -ETIMEDOUT;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static int spawn(char *const argv[], int out_fd, int err_fd, int (*contain)(void))
+/* What a helper said, as lines on the console, each "nmbl-init: NAME:
+ * LINE", what a terminal would act on (escapes, other control bytes)
+ * shown as '?': a helper taken over writes no sequence to the console. */
+static void relay(const char *name, const char *said, size_t len)
 {
-	return spawn_until(argv, out_fd, err_fd, contain, 0);
+	for (size_t i = 0; i < len;) {
+		size_t end = i;
+		char line[HELPER_SAID_MAX + 1];
+		size_t n = 0;
+
+		while (end < len && said[end] != '\n')
+			end++;
+		for (size_t j = i; j < end; j++)
+			line[n++] = (unsigned char)said[j] < 0x20 || said[j] == 0x7f ? '?' : said[j];
+		line[n] = '\0';
+		if (n)
+			say("%s: %s", name, line);
+		i = end + 1;
+	}
 }
 
-int run(char *const argv[], int out_fd)
+/*
+ * A helper that reads untrusted bytes (the disk tools, the DHCP client),
+ * started by nmbl_spawn() as a program taken over by those bytes would
+ * have it: contained by CONTAIN, in namespaces of its own so that all it
+ * starts ends with it, with the network only when NETWORK, its standard
+ * output on OUT_FD when that is not -1, no input, and what it says on its
+ * standard error (the first HELPER_SAID_MAX bytes) said on the console
+ * after it ended, prefixed with NAME: always, or (QUIET) only when it
+ * failed.  Ended after SECONDS (-ETIMEDOUT).  Its exit status, 128 +
+ * signal, or -errno.
+ */
+int run_helper(const char *name, char *const argv[], int (*contain)(void), bool network,
+	       int out_fd, unsigned seconds, bool quiet)
 {
-	return spawn(argv, out_fd, -1, NULL);
+	struct nmbl_spawn_options o = {
+		.contain = contain, .fd = { -1, out_fd, -1 }, .pass_fd = -1, .network = network,
+	};
+	long long deadline = now_ms() + seconds * 1000LL;
+	char said[HELPER_SAID_MAX];
+	size_t len = 0;
+	bool ended = false;
+	int err[2], pidfd = -1, r;
+	pid_t pid;
+
+	if (pipe2(err, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	o.fd[2] = err[1];
+	pid = nmbl_spawn(argv, &o, &pidfd);
+	close(err[1]);
+	if (pid < 0) {
+		close(err[0]);
+		return pid;
+	}
+	/* Its words until it (and all it started) closed the pipe, or its
+	 * deadline. */
+	for (;;) {
+		struct pollfd p = { .fd = err[0], .events = POLLIN };
+		long long left = deadline - now_ms();
+		char buf[512];
+		ssize_t n;
+
+		if (left <= 0) {
+			(void)kill(pid, SIGKILL);
+			ended = true;
+			break;
+		}
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			break;
+		n = read(err[0], buf, sizeof(buf));
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+		for (ssize_t i = 0; i < n && len < sizeof(said); i++)
+			said[len++] = buf[i];
+	}
+	close(err[0]);
+	r = nmbl_spawn_wait(pid, pidfd, ended ? 0 : seconds);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (ended)
+		r = -ETIMEDOUT;
+	if (!quiet || r != 0)
+		relay(name, said, len);
+	return r;
 }
 
 /* A distribution's tool that reads what the disks hold, as a disk that
- * took it over would have it: contained (nmbl_contain_tool()). */
+ * took it over would have it: contained (nmbl_contain_tool()), without
+ * network, within TOOL_SECONDS. */
 int run_tool(char *const argv[], int out_fd)
 {
-	return spawn(argv, out_fd, -1, nmbl_contain_tool);
+	const char *name = strrchr(argv[0], '/');
+
+	return run_helper(name ? name + 1 : argv[0], argv, nmbl_contain_tool, false, out_fd,
+			  TOOL_SECONDS, false);
 }
 
 /* What nmbl status says, each line as "nmbl: LINE". */

@@ -69,9 +69,9 @@ void arm_watchdog(struct nmbl_ctx *ctx);
 void disarm_watchdog(void);
 
 /* helpers.c */
-int spawn_until(char *const argv[], int out_fd, int err_fd, int (*contain)(void),
-		unsigned seconds);
 int run(char *const argv[], int out_fd);
+int run_helper(const char *name, char *const argv[], int (*contain)(void), bool network,
+	       int out_fd, unsigned seconds, bool quiet);
 int run_tool(char *const argv[], int out_fd);
 void print_status(void);
 void run_pre_menu(void);
@@ -79,6 +79,7 @@ void debug_shell(bool allowed);
 
 /* network.c: true when the network is up. */
 bool start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_network_boot *boot);
+void stop_network(void);
 
 /* volumes.c */
 void set_up_volumes(struct nmbl_ctx *ctx);

@@ -142,6 +142,8 @@ int main(int argc, char **argv)
 			/* The target inherits neither the watchdog nor its
 			 * descriptor. */
 			disarm_watchdog();
+			if (network)
+				stop_network();
 			switch_root(ctx);
 			say("switching root failed; rebooting");
 			debug_shell(shell);

@@ -85,51 +85,25 @@ static bool menu_locked_down(struct nmbl_ctx *ctx)
 	return statfs(EFIVARS, &fs) != 0 || fs.f_type != EFIVARFS_MAGIC;
 }
 
-/* In the menu's process, before it becomes the menu: the broker's socket
- * its own, the watchdog's descriptor not (the broker stops it). */
-static void menu_child_fds(int sock)
-{
-	const char *wd = getenv(NMBL_WATCHDOG_FD);
-	char text[16];
-
-	if (wd) {
-		close(atoi(wd));
-		unsetenv(NMBL_WATCHDOG_FD);
-	}
-	snprintf(text, sizeof(text), "%d", sock);
-	if (fcntl(sock, F_SETFD, 0) < 0 || setenv(NMBL_BROKER_FD_ENV, text, 1) < 0)
-		_exit(127);
-}
-
 /*
- * ARGV started as the first process of new PID, IPC and network
- * namespaces (the menu has no network: what it reads from one, the broker
- * fetches for it): when it
- * ends, the kernel kills every other process in the namespace, and its
- * parent sees it end only once they all have.  *RET_PIDFD a descriptor
- * that polls readable then (-1 where the kernel has none).  In the child,
- * returns only on failure.
+ * ARGV started by nmbl_spawn(): the first process of new PID, IPC and
+ * network namespaces (the menu has no network: what it reads from one,
+ * the broker fetches for it); when it ends, the kernel kills every other
+ * process in the namespace, and its parent sees it end only once they all
+ * have.  It gets the console, and the broker's socket SOCK as descriptor
+ * 3, which NMBL_BROKER_FD_ENV names; not the watchdog (the broker stops
+ * it).  *RET_PIDFD a descriptor that polls readable once it all ended (-1
+ * where the kernel has none).
  */
 static pid_t start_menu(char *const argv[], int sock, int *ret_pidfd)
 {
-	/* clone(2) as fork(2) does it, but for the namespaces: the child
-	 * only sets up its descriptors and executes the menu, so the C
-	 * library's notion of its thread needs no care. */
-	pid_t pid = (pid_t)syscall(SYS_clone,
-				   (unsigned long)(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | SIGCHLD),
-				   NULL, NULL, NULL, NULL);
+	struct nmbl_spawn_options o = {
+		.fd = { STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO },
+		.pass_fd = sock,
+		.env = NMBL_BROKER_FD_ENV "=3",
+	};
 
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		menu_child_fds(sock);
-		(void)signal(SIGCHLD, SIG_DFL);
-		execv(argv[0], argv);
-		fprintf(stderr, "nmbl-init: cannot run %s: %m\n", argv[0]);
-		_exit(127);
-	}
-	*ret_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	return pid;
+	return nmbl_spawn(argv, &o, ret_pidfd);
 }
 
 /* Answer the broker's requests until the menu's first process has ended,

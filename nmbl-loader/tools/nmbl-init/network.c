@@ -4,6 +4,7 @@
  */
 #include "init.h"
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -23,6 +24,9 @@
 /* How long a card may take to see its link once up (autonegotiation takes
  * a few seconds on copper). */
 #define LINK_SECONDS 10
+/* A DHCP answer is at most a few hundred bytes (RFC 2131's options field
+ * is 312 by default). */
+#define LEASE_MAX 4096
 /* What PXE firmware says it is (RFC 4578's architecture numbers), so that
  * a DHCP server answers nmbl as it answered the firmware. */
 #if defined(__x86_64__)
@@ -141,7 +145,6 @@ static int ask_dhcp(const char *ifname, unsigned seconds, bool others)
 	char *argv[] = { DHCPCD, "--config", DHCPCD_CONF, "--oneshot", "--nobackground",
 			 "--quiet", "--nolink", "--vendorclassid=" PXE_VENDOR_CLASS, "-4",
 			 "--waitip=4", (char *)ifname, NULL };
-	FILE *said;
 	int r;
 
 	r = dhcp_dirs();
@@ -151,26 +154,12 @@ static int ask_dhcp(const char *ifname, unsigned seconds, bool others)
 	}
 	/* What dhcpcd says is said when it failed (its complaints of what
 	 * the image lacks on purpose otherwise). */
-	r = memfd_create("dhcpcd-said", MFD_CLOEXEC);
-	said = r >= 0 ? fdopen(r, "w+") : NULL;
-	if (!said && r >= 0)
-		close(r);
-	r = spawn_until(argv, -1, said ? fileno(said) : -1, nmbl_contain_dhcp, seconds);
-	if (r == -ETIMEDOUT) {
+	r = run_helper("dhcpcd", argv, nmbl_contain_dhcp, true, -1, seconds, true);
+	if (r == -ETIMEDOUT)
 		say("no DHCP answer on %s within %u s%s", ifname, seconds, then_what(others));
-	} else if (r != 0) {
-		char line[256];
-
-		if (said) {
-			rewind(said);
-			for (int n = 0; n < 8 && fgets(line, sizeof(line), said); n++)
-				say("dhcpcd: %s", strtok(line, "\n") ? line : "");
-		}
+	else if (r != 0)
 		say("no DHCP answer on %s (dhcpcd %s %d)%s", ifname, r < 0 ? "error" : "status", r,
 		    then_what(others));
-	}
-	if (said)
-		fclose(said);
 	return r;
 }
 
@@ -212,7 +201,7 @@ static int write_cards(const struct nmbl_network_card *cards, size_t n, size_t a
 	char lease[128], ack[128] = "-";
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
-	FILE *in, *out;
+	FILE *out;
 	int r = 0;
 
 	(void)mkdir(RUN_DIR, 0755);
@@ -221,12 +210,10 @@ static int write_cards(const struct nmbl_network_card *cards, size_t n, size_t a
 	if (answered < n) {
 		snprintf(lease, sizeof(lease), DHCPCD_LEASES "/%s.lease", cards[answered].ifname);
 		snprintf(ack, sizeof(ack), NET_DIR "/%s.dhcp", cards[answered].ifname);
-		in = fopen(lease, "re");
-		if (!in)
-			return -errno;
-		data = malloc(4096);
-		len = data ? fread(data, 1, 4096, in) : 0;
-		fclose(in);
+		/* dhcpcd is assumed taken over by what the network sent. */
+		r = nmbl_read_helper_file(lease, NMBL_NET_UID, LEASE_MAX, &data, &len);
+		if (r < 0)
+			return r;
 		out = len ? fopen(ack, "we") : NULL;
 		if (!out || fwrite(data, 1, len, out) != len)
 			r = -EIO;
@@ -322,4 +309,53 @@ bool start_network(struct nmbl_ctx *ctx, int fd, const struct nmbl_network_boot 
 	setenv(NET_CARDS_ENV, NET_CARDS, 1);
 	say("network: %s is up (DHCP), at %.3f s", cards[answered].ifname, since_boot());
 	return true;
+}
+
+/* IFNAME without an IPv4 address and down, which takes its routes with
+ * it (and IPv6's addresses): 0, or -errno. */
+static int card_down(int fd, const char *ifname)
+{
+	struct ifreq ifr = { 0 };
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	/* Setting 0.0.0.0 removes the address the name holds; a secondary
+	 * one may take its place. */
+	for (int i = 0; i < 16 && ioctl(fd, SIOCGIFADDR, &ifr) == 0; i++) {
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = 0;
+		if (ioctl(fd, SIOCSIFADDR, &ifr) < 0)
+			return -errno;
+	}
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		return -errno;
+	if (!(ifr.ifr_flags & IFF_UP))
+		return 0;
+	ifr.ifr_flags &= ~IFF_UP;
+	return ioctl(fd, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+}
+
+/*
+ * Before a direct boot, the network as the firmware would leave it: every
+ * card nmbl brought up down, with no address or route of what DHCP said
+ * (a rogue server's among them): the system configures its own.
+ */
+void stop_network(void)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct if_nameindex *names = if_nameindex();
+
+	if (fd < 0 || !names) {
+		say("cannot take the network down before the hand-over: %m");
+		if (names)
+			if_freenameindex(names);
+		return;
+	}
+	for (struct if_nameindex *i = names; i->if_index; i++) {
+		int r = strcmp(i->if_name, "lo") == 0 ? 0 : card_down(fd, i->if_name);
+
+		if (r < 0)
+			say("cannot take %s down: %s", i->if_name, strerror(-r));
+	}
+	if_freenameindex(names);
 }
