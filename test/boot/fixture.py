@@ -130,6 +130,26 @@ def partition(image, number):
     return table["partitions"][number - 1]
 
 
+def add_sparse(image, number, name, size):
+    """/NAME on the ext4 of IMAGE's partition NUMBER: SIZE bytes, all a hole
+    but its first (a copy would write them all; debugfs writes holes as
+    holes)."""
+    part = partition(image, number)
+    work = os.path.dirname(image)
+    fs, src = os.path.join(work, f"{name}.ext4"), os.path.join(work, name)
+    with open(src, "wb") as f:
+        f.write(b"\x07")
+        f.truncate(size)
+    subprocess.run(["dd", f"if={image}", f"of={fs}", "bs=512", f"skip={part['start']}",
+                    f"count={part['size']}", "status=none"], check=True)
+    subprocess.run(["debugfs", "-w", "-R", f"write {src} {name}", fs], check=True,
+                   capture_output=True)
+    subprocess.run(["dd", f"if={fs}", f"of={image}", "bs=512", f"seek={part['start']}",
+                    "conv=notrunc,sparse", "status=none"], check=True)
+    os.unlink(fs)
+    os.unlink(src)
+
+
 def workdir(name):
     path = build_path("test", name)
     shutil.rmtree(path, ignore_errors=True)
