@@ -440,6 +440,9 @@ static const char *const tool_read_only[] = {
 };
 /* But for where mdadm asks md for a new array by name. */
 #define MD_NEW_ARRAY "/sys/module/md_mod/parameters/new_array"
+/* How deep below /dev devices are hidden: /dev/bus/usb/BUS/DEVICE is the
+ * deepest a kernel makes. */
+#define HIDE_DEPTH 4
 /* The character devices a tool may open: what every program may. */
 static const char *const tool_char_devices[] = { "null", "zero", "full", "random", "urandom",
 						 "mapper" };
@@ -473,11 +476,11 @@ static int hide_firmware_variables(void)
 	return 0;
 }
 
-/* Every character device in /dev (and a folder below) but those any
+/* Every character device in /dev, in its folders too, but those any
  * program may open, /dev/null instead: the console, where a passphrase is
  * typed, the terminals, the TPM, the kernel's log, the watchdog, the
- * keyboards.  The tool's power to override file permissions (which
- * mdadm's sysfs files need) would open them all. */
+ * keyboards, USB devices (/dev/bus/usb, through which a disk on USB could
+ * be written raw).  Root as the tool is, it would open them all. */
 static int hide_char_devices(const char *dir, int depth)
 {
 	_cleanup_(closedirp) DIR *d = opendir(dir);
@@ -497,8 +500,8 @@ static int hide_char_devices(const char *dir, int depth)
 		if (kept || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (S_ISDIR(st.st_mode) && depth == 0) {
-			int r = hide_char_devices(path, 1);
+		if (S_ISDIR(st.st_mode) && depth < HIDE_DEPTH) {
+			int r = hide_char_devices(path, depth + 1);
 
 			if (r < 0)
 				return r;

@@ -185,6 +185,32 @@ static void probe_tool(void)
 	}
 }
 
+/* A new file of root's on the mount of "/", its name in PATH: a
+ * descriptor, or -1. */
+static int root_fs_file(char *path, size_t size)
+{
+	static const char *const dirs[] = { "/var/tmp", "/root", "/var", "/" };
+	struct stat root, st;
+
+	if (stat("/", &root) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		int fd;
+
+		if (stat(dirs[i], &st) < 0 || st.st_dev != root.st_dev)
+			continue;
+		snprintf(path, size, "%s/nmbl-contain.XXXXXX", strcmp(dirs[i], "/") ? dirs[i] : "");
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd >= 0 && fchmod(fd, 0644) == 0)
+			return fd;
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+		}
+	}
+	return -1;
+}
+
 /* mdadm and LVM's tool, run by nmbl's init on what the disks hold: root
  * with only the capabilities that set up md and device-mapper (CHOWN 0,
  * IPC_LOCK 14, SYS_ADMIN 21, MKNOD 27), the filter, a mount namespace of
@@ -194,17 +220,12 @@ static void test_disk_tools_keep_only_what_sets_up_volumes(void)
 {
 	static char buf[16384];
 	char ns[64] = "", expect[80], roots[PATH_MAX];
-	ssize_t len;
 	int status, fd;
 
-	/* A file of root's on the root file system (beside this test's
-	 * program: the fixture's root is under /tmp, which the tool has of
-	 * its own). */
-	len = readlink("/proc/self/exe", roots, sizeof(roots) - 32);
-	CHECK(len > 0);
-	roots[len] = '\0';
-	strcpy(strrchr(roots, '/'), "/contain-roots-file");
-	fd = open(roots, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* A file of root's on the root file system, whose mount the tool has
+	 * read-only (not the fixture's, under /tmp, which the tool has of its
+	 * own, nor the build's, which may be anywhere). */
+	fd = root_fs_file(roots, sizeof(roots));
 	CHECK(fd >= 0);
 	close(fd);
 	roots_file = roots;
