@@ -354,6 +354,22 @@ static int drop_capabilities(const unsigned *keep, size_t n)
 	return 0;
 }
 
+/* KEEP's N permitted and effective, and (INHERITABLE) inheritable: for
+ * ambient ones, which outlive exec for a user other than root. */
+static int set_capabilities(const unsigned *keep, size_t n, bool inheritable)
+{
+	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+
+	for (size_t i = 0; i < n; i++) {
+		data[CAP_TO_INDEX(keep[i])].effective |= CAP_TO_MASK(keep[i]);
+		data[CAP_TO_INDEX(keep[i])].permitted |= CAP_TO_MASK(keep[i]);
+		if (inheritable)
+			data[CAP_TO_INDEX(keep[i])].inheritable |= CAP_TO_MASK(keep[i]);
+	}
+	return syscall(__NR_capset, &head, data) < 0 ? -errno : 0;
+}
+
 /*
  * User and group UID, not root, keeping of root's capabilities only KEEP's
  * N: in the bounding set, and permitted, effective, inheritable and
@@ -362,8 +378,6 @@ static int drop_capabilities(const unsigned *keep, size_t n)
  */
 static int become(uid_t uid, const unsigned *keep, size_t n)
 {
-	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
 	gid_t gid = (gid_t)uid;
 	int r = drop_capabilities(keep, n);
 
@@ -374,13 +388,9 @@ static int become(uid_t uid, const unsigned *keep, size_t n)
 	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid(uid, uid, uid) < 0)
 		return -errno;
-	for (size_t i = 0; i < n; i++) {
-		data[CAP_TO_INDEX(keep[i])].effective |= CAP_TO_MASK(keep[i]);
-		data[CAP_TO_INDEX(keep[i])].permitted |= CAP_TO_MASK(keep[i]);
-		data[CAP_TO_INDEX(keep[i])].inheritable |= CAP_TO_MASK(keep[i]);
-	}
-	if (n && syscall(__NR_capset, &head, data) < 0)
-		return -errno;
+	r = n ? set_capabilities(keep, n, true) : 0;
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++)
 		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, keep[i], 0, 0) < 0)
 			return -errno;
@@ -447,20 +457,14 @@ static const char *const tool_read_only[] = {
 static const char *const tool_char_devices[] = { "null", "zero", "full", "random", "urandom",
 						 "mapper" };
 
-static int bind_read_only(const char *path)
+/* PATH bound on itself (BIND: with what is mounted below it, MS_REC), then
+ * with FLAGS (MS_RDONLY or none), no set-uid programs and no devices;
+ * nothing where PATH is not. */
+static int bind_self(const char *path, unsigned long bind, unsigned long flags)
 {
-	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
+	if (mount(path, path, NULL, MS_BIND | bind, NULL) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-		return -errno;
-	return 0;
-}
-
-static int bind_writable(const char *path)
-{
-	if (mount(path, path, NULL, MS_BIND, NULL) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
+	if (mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | flags | MS_NOSUID | MS_NODEV, NULL) < 0)
 		return -errno;
 	return 0;
 }
@@ -555,8 +559,6 @@ static const unsigned tool_caps[] = { CAP_SYS_ADMIN, CAP_MKNOD, CAP_CHOWN, CAP_I
  */
 NMBL_EXPORT int nmbl_contain_tool(void)
 {
-	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
 	struct role role = { 2, { AF_UNIX, AF_NETLINK }, 1, { MD_MAJOR } };
 	int r;
 
@@ -566,11 +568,11 @@ NMBL_EXPORT int nmbl_contain_tool(void)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(tool_read_only); i++) {
-		r = bind_read_only(tool_read_only[i]);
+		r = bind_self(tool_read_only[i], MS_REC, MS_RDONLY);
 		if (r < 0)
 			return r;
 	}
-	r = bind_writable(MD_NEW_ARRAY);
+	r = bind_self(MD_NEW_ARRAY, 0, 0);
 	if (r >= 0)
 		r = hide_char_devices("/dev", 0);
 	if (r < 0)
@@ -580,15 +582,9 @@ NMBL_EXPORT int nmbl_contain_tool(void)
 	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
 		return -errno;
 	r = drop_capabilities(tool_caps, ELEMENTSOF(tool_caps));
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < ELEMENTSOF(tool_caps); i++) {
-		data[CAP_TO_INDEX(tool_caps[i])].effective |= CAP_TO_MASK(tool_caps[i]);
-		data[CAP_TO_INDEX(tool_caps[i])].permitted |= CAP_TO_MASK(tool_caps[i]);
-	}
-	if (syscall(__NR_capset, &head, data) < 0)
-		return -errno;
-	return install_filter(&role);
+	if (r >= 0)
+		r = set_capabilities(tool_caps, ELEMENTSOF(tool_caps), false);
+	return r < 0 ? r : install_filter(&role);
 }
 
 /* What the DHCP client keeps: bringing a card up, giving it its address

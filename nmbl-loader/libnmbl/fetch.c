@@ -32,14 +32,6 @@
  * does not. */
 #define GRACE_S 5
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The last complete "DONE TOTAL" line of what came on FD; false at its
  * end. */
 static bool read_progress(int fd, char *line, size_t *len, uint64_t *done, uint64_t *total)
@@ -119,7 +111,7 @@ static pid_t start_helper(struct nmbl_ctx *ctx, const char *url,
 static int watch_helper(pid_t pid, int pidfd, const struct nmbl_fetch_options *o, int progress,
 			int error, char *text, size_t *text_len)
 {
-	long long deadline = now_ms() + ((long long)o->timeout_s + GRACE_S) * 1000;
+	long long deadline = nmbl_now_ms() + ((long long)o->timeout_s + GRACE_S) * 1000;
 	uint64_t done = 0, total = 0;
 	char line[64];
 	size_t line_len = 0;
@@ -148,7 +140,7 @@ static int watch_helper(pid_t pid, int pidfd, const struct nmbl_fetch_options *o
 			goto reaped;
 		if (!ended && o->progress && o->progress(o->data, done, total) < 0)
 			ended = -ECANCELED;
-		if (!ended && now_ms() > deadline)
+		if (!ended && nmbl_now_ms() > deadline)
 			ended = -ETIMEDOUT;
 		if (ended) {
 			kill(pid, SIGKILL);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libnmbl.h"
@@ -137,6 +138,15 @@ static inline uint16_t nmbl_be16(const unsigned char *p)
 static inline uint32_t nmbl_be32(const unsigned char *p)
 {
 	return (uint32_t)nmbl_be16(p) << 16 | nmbl_be16(p + 2);
+}
+
+/* Milliseconds on the monotonic clock, for deadlines. */
+static inline long long nmbl_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static inline void nmbl_put_le16(unsigned char *p, uint16_t v)

@@ -104,17 +104,9 @@ NMBL_EXPORT pid_t nmbl_spawn(char *const argv[], const struct nmbl_spawn_options
 	return pid;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 NMBL_EXPORT int nmbl_spawn_wait(pid_t pid, int pidfd, unsigned timeout_s)
 {
-	long long deadline = now_ms() + timeout_s * 1000LL;
+	long long deadline = nmbl_now_ms() + timeout_s * 1000LL;
 	bool ended = false;
 	int status;
 
@@ -123,7 +115,7 @@ NMBL_EXPORT int nmbl_spawn_wait(pid_t pid, int pidfd, unsigned timeout_s)
 	/* Its end, or its deadline (a kernel without pidfds: no deadline). */
 	while (timeout_s && pidfd >= 0) {
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
-		long long left = deadline - now_ms();
+		long long left = deadline - nmbl_now_ms();
 		int n = left > 0 ? poll(&p, 1, (int)left) : 0;
 
 		if (n < 0 && errno == EINTR)

@@ -85,6 +85,7 @@ int run_helper(const char *name, char *const argv[], int (*contain)(void), bool 
 	long long deadline = now_ms() + seconds * 1000LL;
 	char said[HELPER_SAID_MAX];
 	size_t len = 0;
+	unsigned left_s;
 	bool ended = false;
 	int err[2], pidfd = -1, r;
 	pid_t pid;
@@ -120,7 +121,10 @@ int run_helper(const char *name, char *const argv[], int (*contain)(void), bool 
 			said[len++] = buf[i];
 	}
 	close(err[0]);
-	r = nmbl_spawn_wait(pid, pidfd, ended ? 0 : seconds);
+	/* A helper that closed its standard error may still run: what is
+	 * left of its time, at least a second (0 waits without end). */
+	left_s = deadline > now_ms() ? (unsigned)((deadline - now_ms()) / 1000 + 1) : 1;
+	r = nmbl_spawn_wait(pid, pidfd, ended ? 0 : left_s);
 	if (pidfd >= 0)
 		close(pidfd);
 	if (ended)

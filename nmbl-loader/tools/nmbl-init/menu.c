@@ -4,7 +4,6 @@
  */
 #include "init.h"
 #include <linux/magic.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
 
